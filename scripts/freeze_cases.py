@@ -1,0 +1,85 @@
+#!/usr/bin/env python3
+"""Build, validate or show the frozen Stage 5 case manifest PERFORMANCE_CASES.json.
+
+`freeze` reads the SPEC.md performance P0 table and the `test_*` functions of test_<op>.py
+(parsed with ast, nothing is imported), checks one-to-one coverage and the optimisation target,
+and writes the schema_version 2 manifest with the frozen protocol (seed 42). An existing manifest
+is never overwritten: its sha256 is the identity of the contract.
+
+usage:
+  freeze_cases.py freeze --op-dir DIR --target-case-ids ID [ID ...] --selection-mode MODE
+                         --backend cpu|msprof --op-name NAME [--device N] [--warmup N] [--repeats N]
+  freeze_cases.py validate --op-dir DIR [--json]
+  freeze_cases.py show --op-dir DIR [--json]
+
+example:
+  python scripts/freeze_cases.py freeze --op-dir custom/rmsnorm --target-case-ids b4_h4096_fp32 \
+      --selection-mode user_selected --backend cpu --op-name rmsnorm_wrapper --repeats 10
+
+exit codes: 0 ok, 2 usage/contract error (message names file, field and fix).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from perftune import fsio, manifest, protocol
+from perftune.argv import add_json_flag, parser_from_doc
+from perftune.errors import run_cli
+
+
+def build_parser():
+    parser = parser_from_doc(__doc__, "freeze_cases.py")
+    sub = parser.add_subparsers(dest="command", required=True)
+    freeze = sub.add_parser("freeze", help="build and write the manifest (never overwrites)")
+    freeze.add_argument("--op-dir", required=True, help="operator directory (custom/<op>)")
+    freeze.add_argument("--target-case-ids", nargs="+", required=True, help="optimisation target case ids")
+    freeze.add_argument("--selection-mode", required=True, choices=protocol.SELECTION_MODES)
+    freeze.add_argument("--backend", required=True, choices=protocol.BACKENDS)
+    freeze.add_argument("--op-name", required=True, help="exact timed Op Name (cpu: the wrapper function)")
+    freeze.add_argument("--device", type=int, default=0, help="physical device id (default 0)")
+    freeze.add_argument("--warmup", type=int, default=protocol.DEFAULT_WARMUP)
+    freeze.add_argument("--repeats", type=int, default=protocol.DEFAULT_REPEATS)
+    freeze.add_argument("--seed", type=int, default=protocol.SEED, help="must be 42")
+    freeze.add_argument("--aggregation", choices=protocol.AGGREGATIONS, default=protocol.DEFAULT_AGGREGATION)
+    freeze.add_argument("--decision-method", choices=protocol.DECISION_METHODS, default="bootstrap")
+    freeze.add_argument("--noise-band", type=float, default=protocol.DEFAULT_DECISION["noise_band"])
+    freeze.add_argument("--quick-min-speedup", type=float, default=protocol.DEFAULT_PROMOTION["quick_min_speedup"])
+    freeze.add_argument("--test-file", help="test file name inside --op-dir (default test_<op>.py)")
+    add_json_flag(freeze)
+    for name, text in (("validate", "validate an existing manifest"), ("show", "print the manifest")):
+        command = sub.add_parser(name, help=text)
+        command.add_argument("--op-dir", required=True)
+        add_json_flag(command)
+    return parser
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    path = Path(args.op_dir) / protocol.MANIFEST_NAME
+    if args.command == "freeze":
+        proto = manifest.make_protocol(
+            backend=args.backend, device_id=args.device, warmup=args.warmup, repeats=args.repeats,
+            op_name=args.op_name, seed=args.seed, aggregation=args.aggregation,
+            decision={"method": args.decision_method, "noise_band": args.noise_band},
+            promotion={"quick_min_speedup": args.quick_min_speedup})
+        manifest.check_protocol_values(proto, "freeze_cases.py")
+        path, obj = manifest.freeze(args.op_dir, target_case_ids=args.target_case_ids,
+                                    selection_mode=args.selection_mode, proto=proto, test_name=args.test_file)
+    else:
+        obj = manifest.load_manifest(path).raw
+    record = fsio.file_record(path, args.op_dir)
+    if args.json:
+        print(fsio.dumps({"manifest": record, "command": args.command, "content": obj}), end="")
+    elif args.command == "show":
+        print(json.dumps(obj, indent=2, sort_keys=True))
+    else:
+        verb = "frozen" if args.command == "freeze" else "valid"
+        print(f"{record['path']}: {verb} ({len(obj['cases'])} cases, sha256 {record['sha256'][:12]})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(run_cli(main))

@@ -1,0 +1,94 @@
+"""Protocol constants: the single home of every frozen number and name (STYLE habit 10)."""
+
+from __future__ import annotations
+
+SEED = 42
+MANIFEST_NAME = "PERFORMANCE_CASES.json"
+MANIFEST_SCHEMA_VERSION = 2
+GOLDEN_REPORT_NAME = "GOLDEN_PERF_REPORT.json"
+GOLDEN_REPORT_MD = "GOLDEN_PERF_REPORT.md"
+GOLDEN_SCHEMA_VERSION = 2
+GOLDEN_ITERATIONS = 1
+GOLDEN_AGGREGATION = "median_of_repeat_totals"
+
+PERF_DIR = "docs/perf"                      # relative to the operator directory
+ROUND_PREFIX = "round_"
+ROUND_DIGITS = 3
+LEDGER_NAME = "ledger.json"
+CANDIDATES_NAME = "candidates.json"
+SELECTION_NAME = "selection.json"
+STAGE5_CHECK_NAME = "stage5_check.json"
+QUICK_NAME = "quick_performance.json"
+PERFORMANCE_JSON = "performance.json"
+PERFORMANCE_LOG = "performance.log"
+PERF_REPORT_MD = "perf_report.md"
+PERFORMANCE_REPORT_MD = "PERFORMANCE_REPORT.md"
+STATE_NAME = ".orchestrator_state.json"
+FIGURES_DIR = "docs/perf/figures"
+
+BACKENDS = ("msprof", "cpu")
+DEFAULT_WARMUP = 3
+DEFAULT_REPEATS = 10
+AGGREGATIONS = ("trimmed_mean", "median")
+DEFAULT_AGGREGATION = "median"
+SELECTION_MODES = ("user_selected", "single_p0", "all_p0_no_questions")
+AGGREGATE_METRIC = "mean_case_speedup"
+TIE_BREAK = "smallest_evaluation_order"
+TIMING_SCOPES = {"msprof": "pypto_target_kernel", "cpu": "cpu_kernel_call"}
+
+DECISION_METHODS = ("bootstrap", "relative_band")
+DEFAULT_DECISION = {
+    "method": "bootstrap",
+    "confidence": 0.95,
+    "noise_band": 0.01,
+    "resamples": 10000,
+    "rng_seed": SEED,
+    "min_repeats": 5,
+}
+DEFAULT_PROMOTION = {"quick_min_speedup": 1.0}
+
+VERDICTS = ("faster", "slower", "equivalent", "inconclusive", "insufficient")
+
+# msprof metric groups, in collection order; PipeUtilization carries the canonical timing.
+METRIC_GROUPS = (
+    "PipeUtilization", "ArithmeticUtilization", "Memory", "MemoryL0",
+    "MemoryUB", "L2Cache", "ResourceConflictRatio",
+)
+CANONICAL_METRIC = "PipeUtilization"
+TIMING_COLUMN = "Task Duration(us)"
+OP_NAME_COLUMN = "Op Name"
+
+# Bound routing (diagnostic only, never a verdict).
+BOUND_ROUTE_HIGH = 0.80
+BOUND_ROUTE_MAX = 0.70
+BOUND_LABELS = (
+    "insufficient_evidence", "no_dominant_pipe", "mixed",
+    "compute_candidate", "data_movement_candidate", "scalar_candidate",
+)
+
+DEFAULT_TARGET_METRIC = "golden_per_iteration_us / final_us"
+DEFAULT_TARGET_THRESHOLD = 1.0
+TARGET_STATUSES = ("met", "not_met", "unavailable")
+
+# Device environment rule (upstream bug: setting both renumbers the card).
+DEVICE_ENV = "TILE_FWK_DEVICE_ID"
+VISIBLE_DEVICES_ENV = "ASCEND_RT_VISIBLE_DEVICES"
+SELECTED_CASE_MARKER = "PYPTO_PERF_SELECTED_CASE="
+
+# Ledger vocabulary (DESIGN §4.5).
+SOURCE_KINDS = ("kb_selected", "general_method", "knowledge_card", "template", "bottleneck_derived")
+PRESET_SOURCE_KINDS = SOURCE_KINDS[:4]
+NON_TERMINAL_STATUSES = ("pending", "unknown", "enabler", "blocked")
+KB_TERMINAL_STATUSES = ("already_implemented", "not_triggered", "implemented")
+OTHER_TERMINAL_STATUSES = ("accepted", "rejected", "not_applicable", "unsupported")
+REASON_CODES = (
+    "quick_not_promoted", "control_faster", "no_stable_gain", "correctness_failed",
+    "mechanism_mismatch", "slower", "contract_violation", "superseded",
+)
+RELATION_KINDS = ("overlap", "requires", "enables", "conflict", "covers", "reopens")
+
+# Terminal evidence (DESIGN §8 P8).
+ROOFLINE_IDEAL = ("compute_bound", "data_movement_bound", "balanced_compute_movement")
+ROOFLINE_RESIDUAL = ("scalar_bound", "wait_bound")
+PIPELINE_ALLOWED = ("proven", "not_applicable_with_dag", "residual_not_overlapped")
+NOT_EVALUABLE = ("insufficient_evidence", "unverified", "unknown")
