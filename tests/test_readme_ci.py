@@ -1,0 +1,24 @@
+"""README gives exactly two set-up commands, and .ci/run runs the README's test command."""
+
+import re
+
+from conftest import ROOT
+
+
+def _setup_commands():
+    text = (ROOT / "README.md").read_text()
+    section = text.split("## Set-up: the two commands", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"```bash\n(.*?)\n```", section, re.S)
+
+
+def test_readme_has_exactly_two_setup_commands():
+    commands = _setup_commands()
+    assert len(commands) == 2
+    assert all("\n" not in c.strip() for c in commands)
+    assert "scripts/demo.py" in commands[0] and "pytest" in commands[1]
+
+
+def test_ci_runs_the_readme_test_command():
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "set -euo pipefail" in ci
+    assert _setup_commands()[1].strip() in ci.splitlines()
