@@ -46,6 +46,7 @@ DEFAULT_DECISION = {
     "min_repeats": 5,
 }
 DEFAULT_PROMOTION = {"quick_min_speedup": 1.0}
+RELATIVE_BAND_MIN_REPEATS = 3   # relative_band (upstream-compatible) floor: min(min_repeats, 3)
 
 VERDICTS = ("faster", "slower", "equivalent", "inconclusive", "insufficient")
 
