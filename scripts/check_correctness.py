@@ -1,0 +1,52 @@
+#!/usr/bin/env python3
+"""Run the delivered correctness tests of every manifest case and record the run with its code hash.
+
+Each case's test_function runs in its own subprocess from the op dir (no pytest), with
+TILE_FWK_DEVICE_ID set and ASCEND_RT_VISIBLE_DEVICES removed. The record
+docs/perf/correctness/<run_id>.json keeps executable_sha256 (the same code identity as evidence
+rounds), and per case passed, matched_ratio, max_abs_error (null when not printed) and the output
+tail. Cite the run id in the ledger (--correctness) and in select_best.py record.
+
+usage:
+  check_correctness.py --op-dir DIR [--test-file test_<op>.py] [--timeout S] [--json]
+
+example:
+  python scripts/check_correctness.py --op-dir custom/softmax --json
+
+exit codes: 0 every case passed, 1 a case failed, 2 usage/contract error (no manifest, no test file).
+"""
+
+from __future__ import annotations
+
+import sys
+
+from perftune import correctness, evidence, fsio
+from perftune.argv import add_json_flag, parser_from_doc
+from perftune.errors import run_cli
+
+
+def build_parser():
+    parser = parser_from_doc(__doc__, "check_correctness.py")
+    parser.add_argument("--op-dir", required=True, help="operator directory (custom/<op>)")
+    parser.add_argument("--test-file", help="test file inside --op-dir (default test_<op>.py)")
+    parser.add_argument("--timeout", type=float, default=correctness.DEFAULT_TIMEOUT_S, help="seconds per case")
+    add_json_flag(parser)
+    return parser
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    path, record = correctness.run_all(args.op_dir, at=evidence.utc_now(), test_file=args.test_file,
+                                       timeout_s=args.timeout)
+    if args.json:
+        print(fsio.dumps({"record": fsio.display_path(path, args.op_dir), **record}), end="")
+    else:
+        for case in record["cases"]:
+            print(f"{case['id']:<24} {'PASS' if case['passed'] else 'FAIL'}  matched_ratio={case['matched_ratio']}"
+                  f"  max_abs_error={case['max_abs_error']}")
+        print(f"{path}: run {record['run_id']}, {'all passed' if record['all_passed'] else 'FAILED'}")
+    return 0 if record["all_passed"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(run_cli(main))
