@@ -34,7 +34,7 @@ except BaseException as exc:
     here = os.path.abspath(folder)
     frames = [(os.path.basename(f.filename), f.lineno, f.line or "")
               for f in traceback.extract_tb(exc.__traceback__)
-              if os.path.dirname(os.path.abspath(f.filename)) == here]
+              if not f.filename.startswith("<") and os.path.dirname(os.path.abspath(f.filename)) == here]
     if isinstance(exc, SyntaxError) and exc.filename:
         frames.append((os.path.basename(exc.filename), exc.lineno, (exc.text or "").strip()))
     out = {"ok": False, "type": type(exc).__name__, "name": getattr(exc, "name", None),

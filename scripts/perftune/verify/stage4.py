@@ -213,8 +213,8 @@ def _gate_single_launch(ctx: _Context) -> GateResult:
     if len(launches) != 1:
         bad = [ctx.test.ev(r.line) for r in hits] or [ctx.test.ev(ctx.test.funcs[ctx.wrapper].lineno,
                                                                   "the wrapper never calls the kernel")]
-    why = (f"{len(launches)} kernel launch sites reachable from {ctx.wrapper}"
-           + (f"; {len(hits) - len(launches)} inside a loop/comprehension or indirect" if len(hits) > len(launches) else ""))
+    why = (f"{len(launches)} direct launch(es) from {ctx.wrapper} and {len(hits) - len(launches)} inside a "
+           "loop/comprehension/lambda or indirect; exactly one direct launch is allowed")
     return _result("single_launch", sorted(set(bad), key=lambda e: e.line or 0),
                    f"{ctx.wrapper} launches {launches[0].name if launches else ''} exactly once", why)
 
