@@ -156,7 +156,10 @@ def parse_kernel_details(text: str, device_id: int, source: str = "kernel_detail
     Needs ``Device_id`` and ``Duration(us)`` (aliases tolerated); every row must belong to
     ``device_id`` and have a finite duration > 0; zero rows is an error. BOM/CRLF tolerated.
     """
-    rows = list(csv.reader(io.StringIO(text.lstrip("\ufeff"))))
+    try:
+        rows = list(csv.reader(io.StringIO(text.lstrip("\ufeff"), newline="")))
+    except csv.Error as exc:
+        raise ContractError(source, "-", f"malformed CSV: {exc}", "use the torch_npu kernel_details.csv") from None
     if not rows:
         raise ContractError(source, "header", "empty CSV", "re-run the golden collection")
     header = [_header(h) for h in rows[0]]

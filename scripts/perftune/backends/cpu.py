@@ -114,7 +114,10 @@ def _csv_line(row: list[str]) -> str:
 
 def parse_samples_text(text: str, op_name: str, source: str = SAMPLES_CSV) -> RepeatResult:
     """Parse one repeat's ``samples.csv`` text strictly (pure): one row of the frozen op, one call."""
-    rows = list(csv.reader(io.StringIO(text)))
+    try:
+        rows = list(csv.reader(io.StringIO(text, newline="")))
+    except csv.Error as exc:
+        raise ContractError(source, "-", f"malformed CSV: {exc}", "re-collect the round") from None
     if not rows or tuple(c.strip() for c in rows[0]) != COLUMNS:
         raise ContractError(source, "header", f"expected columns {','.join(COLUMNS)}", "re-collect the round")
     body = [r for r in rows[1:] if any(c.strip() for c in r)]
