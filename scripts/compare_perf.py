@@ -1,0 +1,74 @@
+#!/usr/bin/env python3
+"""Compare a baseline round with a candidate round: per-case speed-ups, CIs, verdicts, targets.
+
+`formal` recomputes every sample from the raw files of both rounds (never from measurement.json or
+an earlier performance.json), applies the frozen decision rule of PERFORMANCE_CASES.json and writes
+<op>/performance.json, performance.log, perf_report.md and docs/perf/figures/compare_*.png.
+A paired candidate round carries its own baseline samples (used for the speed-up); --baseline
+still names the independent baseline round that is cited. `quick` compares a quick screen with
+the formal baseline and writes docs/perf/quick/quick_NNN/quick_compare.json (never_ranks: true);
+it never touches the formal files.
+
+usage:
+  compare_perf.py formal --op-dir DIR --baseline ROUND --candidate ROUND [--json]
+  compare_perf.py quick --op-dir DIR --baseline ROUND --quick QUICK [--json]
+  (ROUND: round_NNN or a collection id; QUICK: quick_NNN or a collection id)
+
+example:
+  python scripts/compare_perf.py formal --op-dir custom/softmax --baseline round_001 --candidate round_003
+
+exit codes: 0 no target case is slower, 1 a target case is slower (formal), 2 usage/contract
+error (different protocol, manifest hash mismatch, quick/incomplete/failed round given as
+formal, missing cases, baseline == candidate), 3 environment error.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from perftune import compare, fsio
+from perftune.argv import add_json_flag, parser_from_doc
+from perftune.errors import run_cli
+from perftune.report.text import fmt, fmt_ci
+
+
+def build_parser():
+    parser = parser_from_doc(__doc__, "compare_perf.py")
+    sub = parser.add_subparsers(dest="command", required=True)
+    formal = sub.add_parser("formal", help="formal compare -> performance.json/.log, perf_report.md, figures")
+    quick = sub.add_parser("quick", help="quick screen vs the formal baseline (never ranks)")
+    for command in (formal, quick):
+        command.add_argument("--op-dir", required=True, help="operator directory (custom/<op>)")
+        command.add_argument("--baseline", required=True, help="baseline round: round_NNN or collection id")
+        add_json_flag(command)
+    formal.add_argument("--candidate", required=True, help="candidate (final) round: round_NNN or collection id")
+    quick.add_argument("--quick", required=True, help="quick result: quick_NNN or collection id")
+    return parser
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command == "quick":
+        result, path = compare.load_quick_compare(args.op_dir, args.baseline, args.quick)
+        fsio.write_json(path, result)
+        rows = [f"{r['case']}: speedup {fmt(r['speedup'], '.4f')} {fmt_ci(r['speedup_ci'])} {r['verdict']}"
+                for r in result["per_case"]]
+        rows.append(f"promote to formal: {'yes' if result['promotion']['promote'] else 'no'} (never ranks) -> {path}")
+        print(fsio.dumps({**result, "path": str(path)}) if args.json else "\n".join(rows), end="\n" * (not args.json))
+        return 0
+    perf = compare.load_formal(args.op_dir, args.baseline, args.candidate)
+    paths = compare.write_formal(args.op_dir, perf)
+    if args.json:
+        print(fsio.dumps({**perf, "outputs": {k: str(v) for k, v in sorted(paths.items())}}), end="")
+    else:
+        for r in perf["per_case"]:
+            print(f"{r['case']}: speedup {fmt(r['speedup'], '.4f')} {fmt_ci(r['speedup_ci'])} {r['verdict']}")
+        suite = perf["suite"]
+        print(f"suite mean_case_speedup {fmt(suite['mean_case_speedup'], '.4f')} {fmt_ci(suite['ci'])}; "
+              f"target ({perf['effective_target']['source']}): {perf['effective_target']['status']}; "
+              f"wrote {paths['json']}")
+    return compare.exit_code(perf)
+
+
+if __name__ == "__main__":
+    sys.exit(run_cli(main))
