@@ -160,13 +160,17 @@ def _gate_pro_import(ctx: _Context) -> GateResult:
                    "non-Pro pypto import or missing `import pypto_pro.language as pl`")
 
 
+def _jit_ev(p: PySource, name: str, line: int) -> Evidence:
+    return p.ev(line, f"{p.ev(line).text} -> {name}")
+
+
 def _gate_single_jit(ctx: _Context) -> GateResult:
     if not ctx.pypto:
         return _na("single_jit", CPU_REASON)
     sites = _jit_sites(ctx.test)
     if len(sites) == 1:
-        return _gate("single_jit", PASS, f"one @pl.jit kernel: {sites[0][0]}", (ctx.test.ev(sites[0][1]),))
-    evidence = [ctx.test.ev(line) for _, line in sites] or [ctx.test.ev(None, "no @pl.jit kernel")]
+        return _gate("single_jit", PASS, f"one @pl.jit kernel: {sites[0][0]}", [_jit_ev(ctx.test, *sites[0])])
+    evidence = [_jit_ev(ctx.test, *site) for site in sites] or [ctx.test.ev(None, "no @pl.jit kernel")]
     return _result("single_jit", evidence, "", f"{len(sites)} @pl.jit kernels (exactly one is allowed)")
 
 
