@@ -1,0 +1,74 @@
+#!/usr/bin/env python3
+"""Record candidate versions, recompute the ranking and choose the best version (DESIGN §4.6, §7).
+
+`record` appends a version with a valid formal round to docs/perf/candidates.json (immutable
+evaluation_order, code hash + saved copy, items, correctness run, compliance) and refuses quick
+results, rounds of other code and duplicate ids. `choose` recomputes every score and CI against
+the frozen baseline from the raw rounds on disk, builds the tie set around the raw top score and
+picks the smallest evaluation_order; writes docs/perf/selection.json (byte-identical on re-run).
+`confirm` checks an independent final round of the chosen version against its ranking data.
+
+usage:
+  select_best.py record --op-dir DIR --version-id ID --round ROUND --correctness RUN_ID
+                        [--items ID ...] [--compliance TEXT] [--json]
+  select_best.py choose --op-dir DIR [--json]
+  select_best.py confirm --op-dir DIR --final-round ROUND [--json]
+
+example:
+  python scripts/select_best.py record --op-dir custom/softmax --version-id v1-fp32 --round round_002 \
+      --items general-18 --correctness c002-1a2b3c4d --compliance "stage4_gates.py: PASS"
+
+exit codes: 0 ok / chosen / confirmed; 1 no eligible candidate, or the final round differs from
+the ranking by more than the stability band (re-measure, never cherry-pick); 2 usage/contract error.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from perftune import candidates, evidence, fsio
+from perftune.argv import add_json_flag, parser_from_doc
+from perftune.errors import run_cli
+
+
+def build_parser():
+    parser = parser_from_doc(__doc__, "select_best.py")
+    sub = parser.add_subparsers(dest="command", required=True)
+    rec = sub.add_parser("record", help="append a version with a valid formal round")
+    rec.add_argument("--version-id", required=True, help="new immutable version id")
+    rec.add_argument("--round", required=True, help="its formal round (round_NNN or collection id)")
+    rec.add_argument("--items", nargs="*", default=[], help="ledger item ids this version implements")
+    rec.add_argument("--correctness", required=True, help="run id from check_correctness.py on this code")
+    rec.add_argument("--compliance", help="compliance evidence, e.g. 'stage4_gates.py: PASS'")
+    sub.add_parser("choose", help="recompute the ranking and write selection.json")
+    conf = sub.add_parser("confirm", help="compare an independent final round with the ranking data")
+    conf.add_argument("--final-round", required=True, help="final formal round of the chosen version")
+    for command in sub.choices.values():
+        command.add_argument("--op-dir", required=True, help="operator directory (custom/<op>)")
+        add_json_flag(command)
+    return parser
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command == "record":
+        out = candidates.record(args.op_dir, version_id=args.version_id, round_ref=args.round, items=args.items,
+                                correctness_id=args.correctness, compliance=args.compliance, at=evidence.utc_now())
+        text, code = f"recorded {out['version_id']} (evaluation_order {out['evaluation_order']}, " \
+                     f"{out['formal_collection_id']}, kb_gaps_open={out['kb_gaps_open']})", 0
+    elif args.command == "choose":
+        out = candidates.choose(args.op_dir)
+        rows = [f"{c['version_id']:<20} order={c['evaluation_order']} score={c['score']} rank={c['rank']} "
+                f"tie={c['in_tie_set']} {c['ineligible_reason'] or ''}" for c in out["candidates"]]
+        text, code = "\n".join(rows + [f"chosen: {out['chosen']} - {out['reason']}"]), 0 if out["chosen"] else 1
+    else:
+        out = candidates.confirm(args.op_dir, args.final_round)
+        text = (f"{out['chosen']}: final/ranking score ratio {out['ratio']:.4f} (CI {out['ratio_ci']}), "
+                f"band 1±{out['delta']:.4f}: {'consistent' if out['consistent'] else 'DIFFERS - ' + out['action']}")
+        code = 0 if out["consistent"] else 1
+    print(fsio.dumps(out), end="") if args.json else print(text)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(run_cli(main))
