@@ -23,13 +23,13 @@ VIOLATIONS = {
     "kernel_in_comprehension": ("single_launch", "cheating", "[rmsnorm_kernel(xs"),
     "kernel_via_helper_in_loop": ("single_launch", "cheating", "rmsnorm_kernel(x, gamma, out, x.shape[0]"),
     "test_calls_kernel": ("tests_call_wrapper", "signature_mismatch", "rmsnorm_kernel(x, gamma, out, 1, 8192"),
-    "assert_close": ("precision_standard", "precision_failure", "torch.testing.assert_close("),
-    "atol_override": ("precision_standard", "precision_failure", "atol_override=2e-2"),
+    "assert_close": ("precision_standard", "incomplete_structure", "torch.testing.assert_close("),
+    "atol_override": ("precision_standard", "incomplete_structure", "atol_override=2e-2"),
     "import_pypto_frontend": ("pro_import", "import_violation", "import pypto.frontend"),
     "missing_get_device": ("device", "incomplete_structure", "no call of _get_device()"),
     "hard_coded_device": ("device", "incomplete_structure", "torch.npu.set_device(1)"),
     "only_three_tests": ("test_count", "incomplete_structure", "def test_rows1_h8192_bf16"),
-    "missing_golden_cpu_import": ("golden_cpu_import", "precision_failure", "no import of rmsnorm_golden_cpu"),
+    "missing_golden_cpu_import": ("golden_cpu_import", "incomplete_structure", "no import of rmsnorm_golden_cpu"),
     "golden_imports_pypto": ("golden_purity", "golden_failure", "import pypto_pro.language as pl"),
     "wrapper_missing": ("wrapper_exists", "signature_mismatch", "no module-level def rmsnorm_wrapper"),
     "wrapper_signature": ("wrapper_signature", "signature_mismatch", "['x', 'weight', 'eps']"),
@@ -125,7 +125,7 @@ def test_several_failures_choose_the_primary_by_priority(tmp_path):
     shutil.copyfile(FIXTURES / "violations" / "golden_imports_pypto" / "rmsnorm_golden.py", op / "rmsnorm_golden.py")
     code, out = gates_json(op)
     assert code == 1 and out["failed_gates"] == ["precision_standard", "golden_purity"]
-    assert out["categories"] == ["precision_failure", "golden_failure", "env_error"]
+    assert out["categories"] == ["incomplete_structure", "golden_failure", "env_error"]
     assert out["primary_failure_category"] == "golden_failure"
 
 

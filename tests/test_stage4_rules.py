@@ -203,10 +203,10 @@ def test_result_rows_for_stage5_check():
                        "detail": "test, golden and golden_cpu files exist and parse"}
     findings = result.findings()
     assert [(f["gate"], f["category"]) for f in findings] == [
-        ("precision_standard", "precision_failure"), ("delivery_import", "env_error")]
+        ("precision_standard", "incomplete_structure"), ("delivery_import", "env_error")]
     assert findings[0]["evidence"] == ["test_op.py:16: test_case0 never calls _assert_precision"]
     assert result.exit_code == 1 and result.primary_category == primary_category(result.categories)
-    assert result.primary_category == "precision_failure"
+    assert result.primary_category == "incomplete_structure"
 
 
 def test_unreadable_test_file_leaves_only_file_level_gates():
