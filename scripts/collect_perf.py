@@ -15,8 +15,8 @@ usage:
 example:
   python scripts/collect_perf.py formal --op-dir custom/softmax --retry 1
 
-exit codes: 0 complete, 1 a round/preflight failed (the round is kept, marked failed, with the
-reason), 2 usage/contract error, 3 environment error (e.g. msprof not on PATH).
+exit codes: 0 complete, 1 a round/preflight failed (kept, marked failed, with the reason),
+2 usage/contract error, 3 environment error (e.g. msprof not on PATH).
 """
 
 from __future__ import annotations
@@ -28,10 +28,9 @@ from perftune import collect, fsio
 from perftune.argv import add_json_flag, parser_from_doc
 from perftune.errors import run_cli
 
-HELP = {"formal": "a new docs/perf/round_NNN (formal compare evidence)",
+HELP = {"formal": "a new docs/perf/round_NNN (formal compare evidence)", "preflight": "the selector preflight only",
         "quick": "a quick screen in docs/perf/quick/quick_NNN (never ranks)",
-        "list-op-names": "discovery: the exact op names one case runs",
-        "preflight": "the selector preflight only"}
+        "list-op-names": "discovery: the exact op names one case runs"}
 
 
 def build_parser():
@@ -40,13 +39,12 @@ def build_parser():
     for name, text in HELP.items():
         command = sub.add_parser(name, help=text, description=text)
         command.add_argument("--op-dir", required=True, help="operator directory holding PERFORMANCE_CASES.json")
-        for flag, kind in (("--backend", str), ("--device", int), ("--warmup", int), ("--repeats", int),
-                           ("--op-name", str)):
+        for flag, kind in (("--backend", str), ("--device", int), ("--warmup", int), ("--repeats", int), ("--op-name", str)):
             command.add_argument(flag, type=kind, help="must equal the frozen protocol value (checked)")
         add_json_flag(command)
     sub.choices["formal"].add_argument("--retry", type=int, default=0, help="extra attempts per failed case")
-    sub.choices["formal"].add_argument("--paired-with", type=Path, metavar="VERSION_DIR",
-                                       help="saved baseline sources; interleave baseline/candidate per repeat")
+    sub.choices["formal"].add_argument("--paired-with", type=Path, metavar="VERSION_DIR", help="saved baseline "
+                                       "sources; interleave baseline/candidate per repeat")
     sub.choices["list-op-names"].add_argument("--case-id", required=True, help="one known case id")
     return parser
 
@@ -73,8 +71,7 @@ def main(argv=None) -> int:
     elif args.command == "preflight":
         print(f"preflight ok: {len(result['probes']) - 1} cases select exactly one case; unknown id refused")
     else:
-        where = result.get("round") or result.get("path")
-        print(f"{result['collection_id']}: {result['status']} ({where})"
+        print(f"{result['collection_id']}: {result['status']} ({result.get('round') or result.get('path')})"
               + (f": {result['failure']}" if result.get("failure") else ""))
     return 0 if result["status"] == "complete" else 1
 
