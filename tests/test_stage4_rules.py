@@ -143,7 +143,7 @@ def test_precision_names_in_comments_and_strings_are_not_uses():
 
 @pytest.mark.parametrize("line", [
     "DEVICE = 'npu:3'", "torch.npu.set_device(0)", "x = torch.ones(2, device=1)",
-    "d = torch.device('npu', 0)", "import os\nos.environ['TILE_FWK_DEVICE_ID'] = '1'",
+    "d = torch.device('npu', 0)", "y = torch.ones(2).npu(1)", "import os\nos.environ['TILE_FWK_DEVICE_ID'] = '1'",
 ])
 def test_hard_coded_devices_fail(line):
     gate = only_failure(run(tests=TESTS + "\n" + line + "\n"))

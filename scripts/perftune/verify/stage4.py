@@ -282,8 +282,8 @@ def _hard_coded_device(p: PySource) -> list[Evidence]:
             out.append(p.ev(node.value.lineno))
         elif isinstance(node, ast.Call) and any(isinstance(a, ast.Constant) and type(a.value) is int
                                                 for a in node.args):
-            func = p.resolve(node.func) or ""
-            if func == "torch.device" or func.rsplit(".", 1)[-1] in ("set_device", "npu", "cuda"):
+            attr = node.func.attr if isinstance(node.func, ast.Attribute) else ""
+            if p.resolve(node.func) == "torch.device" or attr in ("set_device", "npu", "cuda"):
                 out.append(p.ev(node.lineno))
     return out
 
