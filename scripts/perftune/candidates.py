@@ -174,8 +174,8 @@ def _evidence(op_dir: Path, cand: dict) -> tuple[dict | None, str | None]:
     return samples, "; ".join(found) if found else None
 
 
-def choose(op_dir: str | Path) -> dict[str, Any]:
-    """Recompute the ranking from disk and write selection.json; returns its content."""
+def rank(op_dir: str | Path) -> dict[str, Any]:
+    """Recompute the ranking from disk (pure read): the selection.json content, nothing written."""
     root = Path(op_dir)
     man = manifest.load_manifest(root / protocol.MANIFEST_NAME)
     register = load_candidates(root)
@@ -197,7 +197,13 @@ def choose(op_dir: str | Path) -> dict[str, Any]:
                         "rounds": {c["version_id"]: c["formal_collection_id"] for c in register["candidates"]}}
     result["schema_version"] = SCHEMA_VERSION
     schemas.validate(result, "selection", paths(root)[1])
-    fsio.write_json(paths(root)[1], result)
+    return result
+
+
+def choose(op_dir: str | Path) -> dict[str, Any]:
+    """Recompute the ranking from disk and write selection.json; returns its content."""
+    result = rank(op_dir)
+    fsio.write_json(paths(Path(op_dir))[1], result)
     return result
 
 
