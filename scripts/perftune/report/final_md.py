@@ -1,0 +1,122 @@
+"""``PERFORMANCE_REPORT.md``: the Stage 5 delivery report (pure rendering of gathered evidence).
+
+:func:`render` takes the :class:`FinalInputs` gathered by :mod:`perftune.final_report` (every
+number already recomputed by the decision modules) and returns markdown. Nothing is computed here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .text import MISSING, fmt, fmt_ci
+
+
+@dataclass(frozen=True)
+class FinalInputs:
+    task: str
+    manifest: dict[str, Any]            # raw manifest content
+    manifest_record: dict[str, Any]
+    performance: dict[str, Any]         # recomputed compare of baseline vs final
+    ledger: dict[str, Any] | None
+    selection: dict[str, Any] | None    # recomputed ranking
+    terminal: dict[str, Any] | None
+    evidence_paths: list[str]
+    figures: dict[str, str]             # caption -> relative path
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] + \
+           ["| " + " | ".join(r) + " |" for r in rows] + [""]
+
+
+def _contract(inp: FinalInputs) -> list[str]:
+    proto, target = inp.manifest["protocol"], inp.manifest["optimization_target"]
+    d = proto["decision"]
+    rows = [[c["id"], c["shape"], c["dtype"], c.get("test_function", MISSING),
+             "yes" if c["id"] in target["case_ids"] else "no"] for c in inp.manifest["cases"]]
+    return ["## 1. Frozen contract", "",
+            f"- Manifest `{inp.manifest_record['path']}` sha256 `{inp.manifest_record['sha256']}`",
+            f"- Target cases ({target['selection_mode']}): {', '.join(target['case_ids'])}",
+            f"- Protocol: backend `{proto['backend']}`, device {proto['device_id']}, seed {proto['seed']}, "
+            f"warm-up {proto['warmup']}, repeats {proto['repeats']}, op name `{proto['op_name']}`, timing scope "
+            f"`{proto['timing_scope']}`, aggregation `{proto['aggregation']}`",
+            f"- Decision rule: `{d['method']}` at {d['confidence']:.0%} confidence, noise band {d['noise_band']}, "
+            f"{d['resamples']} resamples (rng_seed {d['rng_seed']}), min_repeats {d['min_repeats']}; promotion: "
+            f"quick speed-up ≥ {proto['promotion']['quick_min_speedup']}; aggregate `{proto['aggregate_metric']}`; "
+            f"tie break `{proto['tie_break']}`", ""] + \
+        _table(["case", "shape", "dtype", "test", "target"], rows)
+
+
+def _results(inp: FinalInputs) -> list[str]:
+    perf = inp.performance
+    rows = []
+    for r in perf["per_case"]:
+        rows.append([r["case"], fmt(r["baseline_us"]), fmt(r["final_us"]), fmt(r["speedup"], ".3f"),
+                     fmt_ci(r["speedup_ci"]), r["verdict"], fmt(r.get("golden_reference_ratio"), ".3f"),
+                     "yes" if r["target"] else "no"])
+    suite = perf["suite"]
+    target = f"default target ({perf['default_target_metric']} ≥ {perf['default_target_threshold']}): " \
+             f"**{perf['default_target_status']}**"
+    user = perf.get("user_target")
+    if user:
+        target += f"; user target ({user['metric']} ≥ {user['threshold']}): **{user['status']}** (takes precedence)"
+    return ["## 2. Baseline vs final", "",
+            f"Baseline round `{perf['baseline_collection_id']}`, final round `{perf['final_collection_id']}`"
+            f"{' (paired, interleaved with the baseline snapshot)' if perf['paired'] else ''}.", ""] + \
+        _table(["case", "baseline µs", "final µs", "speed-up", "CI", "verdict", "golden ratio", "target"], rows) + \
+        [f"Suite (target cases): mean per-case speed-up **{fmt(suite['mean_case_speedup'], '.3f')}** "
+         f"CI {fmt_ci(suite['ci'])}, geometric mean {fmt(suite['geomean_speedup'], '.3f')}.", "",
+         f"Target: {target}. The golden ratio is an ideal reference, not a speed-up and never a gate.", ""]
+
+
+def _ledger(inp: FinalInputs) -> list[str]:
+    if not inp.ledger:
+        return ["## 3. Optimisation ledger", "", "No ledger found.", ""]
+    rows = []
+    for item in inp.ledger["items"]:
+        ev = item.get("evidence") or {}
+        formal = ", ".join(ev.get("formal") or []) or MISSING
+        rows.append([item["item_id"], item["source_kind"], item["status"], item.get("reason_code") or "",
+                     formal, (ev.get("mechanism") or "").replace("|", "/")[:90]])
+    sweep = inp.ledger.get("sweep") or {}
+    return ["## 3. Optimisation ledger", ""] + \
+        _table(["item", "source", "status", "reason", "formal evidence", "mechanism"], rows) + \
+        [f"Final candidate sweep: {sweep.get('scope', MISSING)}; {len(sweep.get('findings') or [])} finding(s) "
+         "mapped to closed items, the frozen contract or capability limits.", ""]
+
+
+def _selection(inp: FinalInputs) -> list[str]:
+    sel = inp.selection
+    if not sel:
+        return ["## 4. Candidates and selection", "", "No selection recorded.", ""]
+    rows = [[c["version_id"], str(c["evaluation_order"]), fmt(c.get("score"), ".3f"), fmt_ci(c.get("ci")),
+             "yes" if c.get("in_tie_set") else "no", "yes" if c.get("eligible") else c.get("ineligible_reason") or "no"]
+            for c in sel["candidates"]]
+    return ["## 4. Candidates and selection", ""] + \
+        _table(["version", "evaluation order", "score", "CI", "tie set", "eligible"], rows) + \
+        [f"Chosen: **{sel.get('chosen')}**. {sel.get('reason', '')}", ""]
+
+
+def _terminal(inp: FinalInputs) -> list[str]:
+    if not inp.terminal:
+        return ["## 5. Terminal evidence per P0 case", "", "No terminal evidence found.", ""]
+    rows, residual = [], []
+    for c in inp.terminal["cases"]:
+        roof, pipe, scalar = c["roofline_terminal"], c["pipeline_evidence"], c["scalar_evidence"]
+        rows.append([c["case"], roof["status"], fmt(roof.get("attained_fraction"), ".3f"), roof["binding_roof"],
+                     pipe["status"], str(scalar["dominant"]).lower()])
+        if roof["status"] in ("scalar_bound", "wait_bound") or scalar["dominant"] is True:
+            residual.append(f"- {c['case']}: {roof['reason']}")
+    return ["## 5. Terminal evidence per P0 case", ""] + \
+        _table(["case", "roofline", "fraction of roof", "binding roof", "pipeline", "scalar dominant"], rows) + \
+        ["### Residual bottlenecks", ""] + (residual or ["- none beyond the binding roof"]) + [""]
+
+
+def render(inp: FinalInputs) -> str:
+    lines = [f"# PERFORMANCE_REPORT: {inp.task}", "",
+             "Every number below is recomputed from raw evidence by the scripts; stage5_check.py verifies it.", ""]
+    lines += _contract(inp) + _results(inp) + _ledger(inp) + _selection(inp) + _terminal(inp)
+    lines += ["## 6. Figures", ""] + [f"![{cap}]({path})" for cap, path in sorted(inp.figures.items())] + [""]
+    lines += ["## 7. Evidence paths", ""] + [f"- `{p}`" for p in inp.evidence_paths] + [""]
+    return "\n".join(lines)
