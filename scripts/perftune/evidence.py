@@ -25,14 +25,13 @@ from __future__ import annotations
 
 import datetime as _dt
 import hashlib
-import math
 import re
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import fsio, protocol, schemas
+from . import fsio, protocol, schemas, stats
 from .backends.base import RepeatResult, get_backend, repeat_dir_name
 from .errors import ContractError
 from .manifest import Manifest
@@ -112,20 +111,15 @@ def executable_sha256(op_dir: str | Path, files: list[Path]) -> str:
 
 
 def aggregate(samples: list[float], method: str) -> tuple[float, str]:
-    """Per-case point estimate and the method actually used (trimmed mean needs n >= 3)."""
+    """Per-case point estimate (:func:`perftune.stats.aggregate`) and the method actually used."""
     if not samples or not all(fsio.is_finite_positive(s) for s in samples):
         raise ContractError("-", "duration_samples_us", "empty, non-finite or non-positive samples",
                             "re-collect the round")
-    ordered = sorted(samples)
-    if method == "trimmed_mean" and len(ordered) >= 3:
-        kept = ordered[1:-1]
-        return math.fsum(kept) / len(kept), "trimmed_mean"
     if method not in protocol.AGGREGATIONS:
         raise ContractError("-", "protocol.aggregation", f"unknown method {method!r}",
                             f"use one of {list(protocol.AGGREGATIONS)}")
-    mid = len(ordered) // 2
-    value = ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
-    return value, "median"
+    used = "trimmed_mean" if method == "trimmed_mean" and len(samples) >= 3 else "median"
+    return stats.aggregate(samples, used), used
 
 
 def write_collection(round_dir: Path, collection: dict[str, Any]) -> Path:
