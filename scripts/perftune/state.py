@@ -6,16 +6,11 @@ dict that validates against ``schemas/orchestrator_state.schema.json``. Every re
 (:func:`apply`) takes the file lock, loads and validates the state, hashes the artifact the action
 needs, applies the transition, validates the result and writes it atomically.
 
-Decisions where upstream was silent (full table in docs/state-machine.md):
-- ``complete_stage(N<4)`` starts N+1; ``complete_stage(4)`` moves ``current_stage`` to 5 but leaves
-  Stage 5 ``pending``: Stage 5 needs the entry confirmation and an explicit ``start_stage 5``.
-  "Stage 5 has started" means ``stage_status["5"] != "pending"``; from then on no rollback.
-- Rollback drops the artifact hashes of the target stage and every later one (they are redone).
-- ``record_artifact_hash spec_md`` is refused once Stage 1 is completed (the SPEC freeze cannot be
-  bypassed); ``complete_stage 4`` needs ``plan_stage4`` first (the verifier needs the path).
-- Modules are numbered 1..module_count and run in order (cumulative suffixes "1", "12", "123");
-  ``complete_module`` needs ``awaiting_verify``; a blocked module may be restarted and keeps its
-  retry count, so each further failure blocks it again.
+Decisions where upstream was silent (table and reasons in docs/state-machine.md): Stage 5 stays
+``pending`` after ``complete_stage 4`` until an explicit ``start_stage 5`` (entry confirmation) and
+never rolls back once started; a rollback drops the artifact hashes of the target stage and later
+ones; ``spec_md`` cannot be re-recorded after Stage 1 completed; ``complete_stage 4`` needs
+``plan_stage4``; modules run in order (cumulative suffixes "1", "12", "123"), one active at a time.
 """
 
 from __future__ import annotations
