@@ -39,10 +39,10 @@ VIOLATIONS = {
 def delivery(tmp_path: Path, violation: str | None = None) -> Path:
     """The good rmsnorm delivery in tmp_path/rmsnorm, with one violation's files laid over it."""
     op = tmp_path / "rmsnorm"
-    shutil.copytree(FIXTURES / "good", op)
-    if violation:
-        for path in (FIXTURES / "violations" / violation).iterdir():
-            shutil.copyfile(path, op / path.name)
+    op.mkdir(parents=True)
+    for folder in ["good"] + ([f"violations/{violation}"] if violation else []):
+        for path in (FIXTURES / folder).iterdir():          # test files are stored as *.py.fixture
+            shutil.copyfile(path, op / path.name.removesuffix(".fixture"))
     return op
 
 
