@@ -48,7 +48,11 @@ def main(argv=None) -> int:
     facts = env.collect(os.environ, timeout_s=args.timeout, devkit_check=docs_index.check_cache)
     report = env.assess(facts)
     schemas.validate(report, "env_report", args.output)
-    path = fsio.write_json(args.output, report)
+    try:
+        path = fsio.write_json(args.output, report)
+    except OSError as exc:
+        raise ContractError(args.output, "--output", f"cannot write the report: {exc.strerror}",
+                            "pass a writable file path") from None
     if args.json:
         print(fsio.dumps(report), end="")
     else:

@@ -123,3 +123,7 @@ def test_bad_arguments_are_one_line_errors(tmp_path):
                           capture_output=True, text=True)
     assert_one_line_error(proc, 2, "--timeout")
     assert not (tmp_path / "env_report.json").exists()
+    (tmp_path / "a_dir").mkdir()
+    proc = subprocess.run([sys.executable, str(SCRIPTS / "env_check.py"), "--output", "a_dir", "--timeout", "1"],
+                          cwd=tmp_path, capture_output=True, text=True)
+    assert_one_line_error(proc, 2, "--output", "cannot write the report")
