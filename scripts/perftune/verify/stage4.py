@@ -38,7 +38,7 @@ PRO_JIT = PRO_MODULE + ".jit"
 ENV_MODULES = ("pypto_pro", "torch_npu", "torch")
 FORBIDDEN_PRECISION = ("assert_close", "atol_override")
 MIN_TESTS = 4
-DEFAULT_IMPORT_TIMEOUT_S = 300.0
+DEFAULT_IMPORT_TIMEOUT_S = 120.0
 DEVICE_LITERAL = re.compile(r"\b(npu|cuda|xpu):\d+\b")
 DEVICE_ENV_NAMES = ("TILE_FWK_DEVICE_ID", "ASCEND_RT_VISIBLE_DEVICES")
 
