@@ -19,7 +19,9 @@ Decisions where DESIGN is silent (see also docs/statistics.md):
 - ``bound_route`` of a case = the most frequent repeat label of the final round (ties in
   ``protocol.BOUND_LABELS`` order); null when no repeat carries one (cpu backend).
 - Quick comparisons (:func:`build_quick`) reuse the statistics but are marked
-  ``never_ranks: true`` and carry the quick→formal promotion rule of the frozen protocol.
+  ``never_ranks: true`` and carry the quick→formal promotion decision: promote when the mean
+  target-case quick speed-up >= ``promotion.quick_min_speedup`` and no target case is ``slower``
+  (a formal compare would exit 1 on such a case).
 """
 
 from __future__ import annotations
@@ -264,13 +266,16 @@ def build_quick(*, task: str, manifest: Manifest, baseline: Any, quick: Mapping[
     threshold = float((manifest.protocol.promotion if manifest.protocol else protocol.DEFAULT_PROMOTION)
                       ["quick_min_speedup"])
     points = [row["speedup"] for row in rows]
+    slower = [row["case"] for row in rows if row["verdict"] == "slower"]
     value = None if any(p is None for p in points) else sum(points) / len(points)
     return {
         "schema_version": SCHEMA_VERSION, "mode": "quick", "never_ranks": True, "task": task,
         "baseline_collection_id": baseline.collection["collection_id"],
         "quick_collection_id": quick["collection_id"], "per_case": rows,
-        "promotion": {"rule": "mean_case_speedup >= quick_min_speedup", "threshold": threshold,
-                      "mean_case_speedup": value, "promote": value is not None and value >= threshold},
+        "promotion": {"rule": "mean_case_speedup >= quick_min_speedup and no target case slower",
+                      "threshold": threshold,
+                      "mean_case_speedup": value, "slower_target_cases": slower,
+                      "promote": value is not None and value >= threshold and not slower},
     }
 
 

@@ -26,7 +26,7 @@ ARM_COLORS = ("#7f7f7f", "#2b83ba")
 
 def _save(fig, out_path: str | Path) -> Path:
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=110, bbox_inches="tight", metadata={"Software": None})
+    fig.savefig(buffer, format="png", dpi=100, metadata={"Software": None})
     plt.close(fig)
     return fsio.write_bytes(out_path, buffer.getvalue())
 
@@ -58,6 +58,7 @@ def speedup_ci(cases: Sequence[str], points: Sequence[float | None],
     ax.set_title(title)
     ax.legend(loc="lower right", fontsize=8)
     ax.grid(axis="x", alpha=0.3)
+    fig.tight_layout()
     return _save(fig, out_path)
 
 
