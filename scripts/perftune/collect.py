@@ -235,7 +235,8 @@ def _finish(round_dir: Path, collection: dict[str, Any], failure: str | None) ->
     if failure:
         collection.update(status="failed", failure=failure)
     else:
-        collection.update(status="complete", completed_cases=len(collection["expected_cases"]))
+        collection.update(status="complete", completed_cases=len(collection["expected_cases"]),
+                          evidence_seal=evidence.evidence_seal(round_dir))
     evidence.write_collection(round_dir, collection)
     return {**collection, "round": round_dir.as_posix()}
 

@@ -251,6 +251,30 @@ def _read_case(backend, round_dir: Path, case_id: str, collection: dict[str, Any
                         [r.duration_us for r in baseline] if paired else None, candidate)
 
 
+SEAL_ALGORITHM = "sha256 over sorted '<relative path>\\0<file sha256>\\n' lines of every file but collection.json"
+
+
+def evidence_seal(round_dir: Path) -> dict[str, Any]:
+    """Digest of every raw file of a round, taken when it completes; later edits or splices break it."""
+    lines = []
+    for path in sorted(p for p in round_dir.rglob("*") if p.is_file() and p.name != COLLECTION_JSON):
+        lines.append(f"{path.relative_to(round_dir).as_posix()}\0{fsio.sha256_file(path)}\n")
+    return {"algorithm": SEAL_ALGORITHM, "n_files": len(lines),
+            "sha256": hashlib.sha256("".join(lines).encode("utf-8")).hexdigest()}
+
+
+def _check_seal(round_dir: Path, collection: dict[str, Any]) -> None:
+    recorded = collection.get("evidence_seal")
+    if recorded is None:
+        raise ContractError(round_dir / COLLECTION_JSON, "evidence_seal", "complete round has no evidence seal",
+                            "re-collect the round with collect_perf.py")
+    actual = evidence_seal(round_dir)
+    if (recorded["n_files"], recorded["sha256"]) != (actual["n_files"], actual["sha256"]):
+        raise ContractError(round_dir, "evidence_seal", f"raw evidence changed after the round completed "
+                            f"({actual['n_files']} files now, {recorded['n_files']} sealed)",
+                            "never edit, add or splice evidence; re-collect the round")
+
+
 def load_round(op_dir: str | Path, ref: str | Path) -> RoundEvidence:
     """Load a complete round; every sample is recomputed from its raw files."""
     round_dir = find_round(op_dir, ref)
@@ -263,6 +287,7 @@ def load_round(op_dir: str | Path, ref: str | Path) -> RoundEvidence:
     if collection["status"] != "complete":
         raise ContractError(path, "status", f"round is {collection['status']}, not complete",
                             "use a complete round or collect a new one")
+    _check_seal(round_dir, collection)
     backend = get_backend(collection["backend"])
     cases = {cid: _read_case(backend, round_dir, cid, collection) for cid in collection["expected_cases"]}
     return RoundEvidence(round_dir, collection, cases)
