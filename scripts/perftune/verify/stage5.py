@@ -295,13 +295,8 @@ class Stage5Result:
 def _stage4_rows(op_dir: Path) -> tuple[Any, list[dict[str, Any]], list[Finding]]:
     from .stage4 import run_gates as run_stage4
     result = run_stage4(op_dir)
-    rows, found = [], []
-    for gate in result.gates:
-        rows.append({"id": f"S4.{gate.id}", "name": gate.name, "status": gate.status, "detail": gate.reason})
-        if gate.status in ("FAIL", "blocked"):
-            evidence = tuple(f"line {e.line}: {e.text}" if getattr(e, "line", None) else str(e.text)
-                             for e in gate.evidence)
-            found.append(Finding(f"S4.{gate.id}", gate.category or "other", gate.reason, evidence))
+    rows = [{**row, "id": f"S4.{row['id']}"} for row in result.gate_rows()]
+    found = [Finding(f"S4.{f['gate']}", f["category"], f["message"], tuple(f["evidence"])) for f in result.findings()]
     return result, rows, found
 
 
