@@ -227,7 +227,10 @@ def confirm(op_dir: str | Path, final_round: str) -> dict[str, Any]:
                             "restore the chosen version and collect the final round again")
     base = evidence.load_round(root, next(iter(cands.values()))["formal_collection_id"])
     as_samples = lambda rnd: {cid: c.samples_us for cid, c in rnd.cases.items()}  # noqa: E731
-    out = selection.confirm(as_samples(evidence.load_round(root, ranking["formal_collection_id"])),
-                            as_samples(final), as_samples(base), man)
+    try:
+        out = selection.confirm(as_samples(evidence.load_round(root, ranking["formal_collection_id"])),
+                                as_samples(final), as_samples(base), man)
+    except ValueError as exc:
+        raise ContractError(final_round, "--final-round", str(exc), "re-collect a complete formal round") from None
     return {"chosen": chosen, "ranking_collection_id": ranking["formal_collection_id"],
             "final_collection_id": final.collection_id, **out}
