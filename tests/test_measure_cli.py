@@ -73,6 +73,12 @@ def test_tampered_raw_sample_is_what_load_round_reports(op_dir):
     case_dir = op_dir / "docs/perf/round_001" / evidence.case_dir_name(TWO_CASES[0])
     samples = case_dir / "repeat_002/samples.csv"
     samples.write_text(samples.read_text().replace(",1\n", ",2\n"))
+    with pytest.raises(ContractError, match="raw evidence changed after the round completed"):
+        evidence.load_round(op_dir, "round_001")
+    round_dir = op_dir / "docs/perf/round_001"  # a forger who also re-seals still meets the raw check
+    collection = json.loads((round_dir / "collection.json").read_text())
+    collection["evidence_seal"] = evidence.evidence_seal(round_dir)
+    (round_dir / "collection.json").write_text(json.dumps(collection))
     with pytest.raises(ContractError, match="called 2 times"):
         evidence.load_round(op_dir, "round_001")
     samples.unlink()
