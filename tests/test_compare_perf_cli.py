@@ -157,6 +157,13 @@ def test_wrong_round_references_exit_2(op, candidate, needle):
     assert tree_digest(op) == before
 
 
+def test_only_the_newest_formal_round_can_be_the_candidate(op):
+    before = tree_digest(op)
+    assert_one_line_error(compare(op, baseline="round_002", candidate="round_001"), 2,
+                          "not the newest complete formal round (round_002 is)")
+    assert tree_digest(op) == before
+
+
 def test_changed_manifest_is_refused(op):
     manifest = op / "PERFORMANCE_CASES.json"
     manifest.write_text(manifest.read_text() + "\n")

@@ -204,6 +204,6 @@ def test_suite_ci_brackets_the_point_and_is_deterministic():
 def test_suite_bootstrap_is_fast_for_50_cases():
     rng = np.random.default_rng(9)
     per_case = {str(i): (rng.lognormal(0, 0.02, 10), rng.lognormal(0, 0.02, 10)) for i in range(50)}
-    start = time.perf_counter()
+    start = time.process_time()  # CPU time of this process: robust to a loaded shared machine
     stats.suite_score(per_case, list(per_case), BOOT)
-    assert time.perf_counter() - start < 1.0
+    assert time.process_time() - start < 1.0

@@ -9,6 +9,8 @@ manifest, the rounds (``evidence.load_round`` recomputes samples from raw files)
 report, and write the deliverables (figures first, ``performance.json`` last).
 
 Decisions where DESIGN is silent (see also docs/statistics.md):
+- The candidate must be the newest complete formal round: the root deliverables always describe
+  the final round, and re-comparing an older round (cherry-picking) is refused.
 - A paired candidate round carries its own baseline samples: the speed-up, CI and verdict use the
   paired arms; the independent ``--baseline`` round is still cited (``baseline_collection_id``).
 - ``target_met`` per case and ``*_status`` use the point estimates: ``default`` =
@@ -301,6 +303,11 @@ def load_formal(op_dir: str | Path, baseline_ref: str, candidate_ref: str) -> di
     man, record = _load_manifest(root)
     base, cand = evidence.load_round(root, baseline_ref), evidence.load_round(root, candidate_ref)
     check_rounds(man, record["sha256"], base, cand)
+    newest = [r["name"] for r in evidence.list_rounds(root) if r["status"] == "complete" and r["mode"] == "compare"]
+    if newest and cand.path.name != newest[-1]:
+        raise ContractError("compare_perf.py", "--candidate", f"{cand.path.name} is not the newest complete formal "
+                            f"round ({newest[-1]} is)", "performance.json always describes the final round; "
+                            "compare the newest round")
     report = golden.load_golden(root, man)
     golden_us = None if report is None else {cid: g.per_iteration_e2e_us for cid, g in report.cases.items()}
     golden_record = None if report is None else fsio.file_record(root / protocol.GOLDEN_REPORT_NAME, root)
