@@ -13,6 +13,8 @@ import shlex
 import subprocess
 import sys
 from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
+from functools import lru_cache
 from pathlib import Path
 
 import pytest
@@ -95,6 +97,7 @@ def test_invocation_matches_the_agreed_interface(where, script, sub, flags):
     assert not unknown, f"{where}: {script} {sub or ''} does not take {sorted(unknown)}"
 
 
+@lru_cache(maxsize=None)
 def help_text(script: str, *sub: str) -> str:
     proc = subprocess.run([sys.executable, str(SCRIPTS / script), *sub, "--help"],
                           capture_output=True, text=True, timeout=120)
@@ -135,7 +138,9 @@ def test_invocation_is_accepted_by_the_real_parser(key, flags):
         subs = subcommands(top)
         targets = sorted(subs - {"show"}) if sub == PLACEHOLDER else [sub]
         assert targets and set(targets) <= subs, f"{script}: sub-command {sub} not in {sorted(subs)}"
-        accepted = set.intersection(*(option_flags(help_text(script, t)) for t in targets))
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            helps = list(pool.map(lambda t: help_text(script, t), targets))
+        accepted = set.intersection(*map(option_flags, helps))
     assert set(flags) <= accepted, f"{script} {sub or ''}: flags {sorted(set(flags) - accepted)} not accepted"
 
 
