@@ -12,7 +12,8 @@ and docs/demo.md.
 
 usage:
   terminal_evidence.py probe --output FILE [--json]
-  terminal_evidence.py build --op-dir DIR --round ROUND [--platform FILE] [--work-model NAME] [--json]
+  terminal_evidence.py build --op-dir DIR --round ROUND [--platform FILE] [--work-model NAME]
+                        [--output PATH] [--json]
 
 example:
   python scripts/terminal_evidence.py probe --output custom/softmax/docs/perf/platform_cpu.json
@@ -41,6 +42,7 @@ def build_parser():
     build.add_argument("--round", required=True, help="round_NNN, its path, or its collection id (the final round)")
     build.add_argument("--platform", help="platform file (cpu default: <op-dir>/docs/perf/platform_cpu.json)")
     build.add_argument("--work-model", help="necessary-work model name (default: from test_<op>.py)")
+    build.add_argument("--output", help="path inside --op-dir (default docs/perf/terminal_evidence.json)")
     add_json_flag(build)
     return parser
 
@@ -53,7 +55,7 @@ def main(argv=None) -> int:
         lines = [f"{k}: {v:.4g}" for k, v in sorted(summary.items())]
     else:
         path, obj = terminal_evidence.build(args.op_dir, args.round, platform_file=args.platform,
-                                            work_model=args.work_model)
+                                            work_model=args.work_model, output=args.output)
         summary = {c["case"]: c["roofline_terminal"]["status"] for c in obj["cases"]}
         lines = [f"{c['case']}: {c['roofline_terminal']['status']} "
                  f"(attained {c['roofline_terminal']['attained_fraction']}, scalar dominant "

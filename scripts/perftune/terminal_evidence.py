@@ -122,8 +122,9 @@ def _case_block(case, samples: list[float], manifest: Manifest, work_model, plat
 
 
 def build(op_dir: str | Path, round_ref: str, *, platform_file: str | Path | None = None,
-          work_model: str | None = None) -> tuple[Path, dict[str, Any]]:
-    """Build, validate and write ``docs/perf/terminal_evidence.json``; returns (path, document)."""
+          work_model: str | None = None, output: str | None = None) -> tuple[Path, dict[str, Any]]:
+    """Build, validate and write ``docs/perf/terminal_evidence.json`` (or ``output``, a path inside
+    the op dir, e.g. a bottleneck snapshot of an intermediate round); returns (path, document)."""
     root = Path(op_dir).resolve()
     manifest_path = root / protocol.MANIFEST_NAME
     manifest = load_manifest(manifest_path)
@@ -167,7 +168,7 @@ def build(op_dir: str | Path, round_ref: str, *, platform_file: str | Path | Non
                           "transcendental_per_element": model.transcendental_per_element,
                           "tensors_moved": model.tensors_moved},
            "cases": cases}
-    out = root / protocol.PERF_DIR / OUTPUT_NAME
+    out = fsio.safe_join(root, output, field="--output") if output else root / protocol.PERF_DIR / OUTPUT_NAME
     schemas.validate(doc, "terminal_evidence", out)
     fsio.write_json(out, doc)
     return out, doc
