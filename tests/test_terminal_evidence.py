@@ -105,3 +105,14 @@ def test_scalar_block_rules_and_unknown():
     assert scalar_block(row, 60.0)["dominant"] is False
     missing = scalar_block({"fixed_overhead_us": None, "problem": "kernel refused"}, 60.0)
     assert missing["dominant"] == "unknown" and missing["share"] is None and "kernel refused" in missing["grounds"][0]
+
+
+def test_build_output_goes_inside_the_op_dir_only(measured, tmp_path):
+    proc = run_script("terminal_evidence.py", "build", "--op-dir", measured, "--round", "round_001",
+                      "--output", "docs/perf/bottleneck/snapshot.json")
+    assert proc.returncode == 0, proc.stderr
+    schemas.validate(json.loads((measured / "docs/perf/bottleneck/snapshot.json").read_text()), "terminal_evidence")
+    proc = run_script("terminal_evidence.py", "build", "--op-dir", measured, "--round", "round_001",
+                      "--output", "../escape.json")
+    assert_one_line_error(proc, 2, "--output", "escapes")
+    assert not (measured.parent / "escape.json").exists()

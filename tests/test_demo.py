@@ -1,0 +1,90 @@
+"""demo.py end to end (the main job): the real scripts on a copy of the example, verified PASS."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import run_script
+from perftune import demo, protocol, schemas
+from perftune.errors import ContractError
+
+SCHEMA_OF = {"ledger.json": "ledger", "candidates.json": "candidates", "selection.json": "selection",
+             "stage5_check.json": "stage5_check", "terminal_evidence.json": "terminal_evidence",
+             "platform_cpu.json": "platform"}
+
+
+@pytest.fixture(scope="module")
+def demo_run(tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("demo")
+    proc = run_script("demo.py", "--workdir", workdir, "--json", timeout=1200)
+    return workdir, proc
+
+
+def test_demo_passes_the_verifier_and_prints_the_summary(demo_run):
+    _, proc = demo_run
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(proc.stdout)
+    assert result["verifier"] == "Stage 5 verification PASSED."
+    assert [c["case"] for c in result["cases"]] == list(demo.CASES)
+    for case in result["cases"]:
+        low, high = case["speedup_ci"]
+        assert low <= case["speedup"] <= high and case["verdict"] in protocol.VERDICTS
+        assert case["baseline_us"] > 0 and case["final_us"] > 0
+    assert result["chosen_version"] and result["chosen_reason"]
+    assert Path(result["report"]).is_file() and Path(result["report"]).name == "PERFORMANCE_REPORT.md"
+    assert set(result["outcomes"]) == {"v1_fp32_accum", "v2_inplace", "v3_row_blocks", "v4_rowloop"}
+    lines = [line for line in proc.stderr.splitlines() if line.startswith("[")]
+    assert lines[0].startswith("[ 1] freeze_cases.py freeze") and "stage5_check.py" in lines[-1]
+
+
+def test_demo_evidence_validates_and_the_ledger_agrees_with_the_choice(demo_run):
+    workdir, proc = demo_run
+    op = Path(json.loads(proc.stdout)["workdir"]) / "softmax"
+    assert op.parent.parent == workdir
+    perf = op / protocol.PERF_DIR
+    for name, schema in SCHEMA_OF.items():
+        schemas.validate(json.loads((perf / name).read_text()), schema, name)
+    schemas.validate(json.loads((op / "performance.json").read_text()), "performance")
+    ledger = json.loads((perf / "ledger.json").read_text())
+    statuses = {i["item_id"]: i["status"] for i in ledger["items"]}
+    terminal = protocol.KB_TERMINAL_STATUSES + protocol.OTHER_TERMINAL_STATUSES
+    assert all(s in terminal for s in statuses.values()), statuses
+    assert statuses["general-07"] == "not_applicable" and statuses["card-vec-01"] == "unsupported"
+    assert statuses["template-row-block"] == statuses["general-13"]
+    assert "bd-row-locality" in statuses and ledger.get("sweep")
+    selection = json.loads((perf / "selection.json").read_text())
+    candidates = json.loads((perf / "candidates.json").read_text())["candidates"]
+    chosen = next(c for c in candidates if c["version_id"] == selection["chosen"])
+    assert all(statuses[item] == "accepted" for item in chosen["items"])
+    assert (op / "test_softmax.py").read_bytes() == (op / chosen["saved_copy"] / "test_softmax.py").read_bytes()
+    assert list((perf / "figures").glob("*.png"))
+    logs = sorted((op.parent / "demo_logs").glob("*.log"))
+    assert logs and "returncode: 0" in logs[0].read_text()
+
+
+def test_a_missing_script_stops_the_demo_with_a_contract_error(tmp_path):
+    driver = demo.Driver(tmp_path, tmp_path / "logs", progress=lambda line: None)
+    with pytest.raises(ContractError, match="not_delivered.py does not exist yet") as info:
+        driver.run("not_delivered.py", "--op-dir", tmp_path)
+    assert info.value.exit_code == 2
+
+
+def test_prune_removes_only_earlier_marked_demo_runs(tmp_path):
+    marked, current, foreign = tmp_path / "run_001", tmp_path / "run_002", tmp_path / "run_003"
+    for folder in (marked, current, foreign):
+        folder.mkdir()
+    for folder in (marked, current):
+        (folder / demo.MARKER).write_text("x")
+    assert demo.prune(tmp_path, current) == ["run_001"]
+    assert not marked.exists() and current.is_dir() and foreign.is_dir()
+
+
+def test_prepare_copies_the_example_without_variants_into_a_new_run(tmp_path):
+    run1, op1 = demo.prepare(tmp_path)
+    run2, _ = demo.prepare(tmp_path)
+    assert (run1.name, run2.name) == ("run_001", "run_002")
+    assert (op1 / "test_softmax.py").is_file() and not (op1 / "variants").exists()
+    assert not (op1 / "docs").exists()
