@@ -50,6 +50,10 @@ CORE_CYCLES_FILE = "process_scope_core_cycles.csv"
 TASK_TIME_FILE = "task_time.csv"
 OUTPUT_DIR = "mindstudio_profiler_output"
 MAX_CSV_BYTES = 2 << 30
+# read_repeat materialises only Op Name, Task Duration(us) and, for the timing table, what the bound
+# route reads (other columns stay unparsed: a 1,000,000-row op_summary is not held as strings).
+ROUTE_COLUMNS = (msprof_csv.TASK_TYPE, routing.AIC_TIME, routing.AIV_TIME,
+                 *(c for core in routing.FAMILIES.values() for cols in core.values() for c in cols))
 _REPEAT_RE = re.compile(r"^repeat_(\d+)$")
 _ERROR_LINE = re.compile(r"(?i)(^|[^\w])(error|failed)\b")
 
@@ -241,7 +245,10 @@ class MsprofBackend(Backend):
         rows = {}
         for metric in protocol.METRIC_GROUPS:
             path = repeat_dir / metric_file(metric)
-            frame = msprof_csv.read_op_summary(read_csv_file(path), str(path))
+            text = read_csv_file(path)
+            present = set(msprof_csv.header(text, str(path)))
+            wanted = ROUTE_COLUMNS if metric == protocol.CANONICAL_METRIC else ()
+            frame = msprof_csv.read_op_summary(text, str(path), [c for c in wanted if c in present])
             rows[metric] = msprof_csv.select_target_row(frame, op_name, str(path))
         pipe = rows[protocol.CANONICAL_METRIC]
         route = {**routing.route(pipe.values, str(repeat_dir / TIMING_FILE)),
