@@ -83,6 +83,16 @@ def measure_fixed_overhead(op_dir: Path, manifest: Manifest, device_id: int) -> 
     return {row["case_id"]: row for row in rows}
 
 
+def cpu_overhead(root: Path, manifest: Manifest, rnd: evidence.RoundEvidence) -> dict[str, dict]:
+    """Fixed-overhead rows of the current sources, refused unless they are the round's code."""
+    current = evidence.executable_sha256(root, evidence.source_files(root, manifest))
+    if current != rnd.collection["executable_sha256"]:
+        raise ContractError(rnd.path / "collection.json", "executable_sha256",
+                            "the current sources are not the code this round measured",
+                            "apply the measured version or build for a round of the current code")
+    return measure_fixed_overhead(root, manifest, manifest.protocol.device_id)
+
+
 def scalar_block(row: dict[str, Any] | None, case_us: float) -> dict[str, Any]:
     """``scalar_evidence`` of one cpu case from its fixed-overhead row."""
     overhead = row.get("fixed_overhead_us") if row else None
@@ -143,14 +153,7 @@ def build(op_dir: str | Path, round_ref: str, *, platform_file: str | Path | Non
                     "peak_status": {k: p.status for k, p in sorted(platform.peaks.items())},
                     "peak_source": {k: p.source for k, p in sorted(platform.peaks.items())}}
     model = work_model_for(root, work_model)
-    overhead: dict[str, dict] = {}
-    if backend == "cpu":
-        current = evidence.executable_sha256(root, evidence.source_files(root, manifest))
-        if current != rnd.collection["executable_sha256"]:
-            raise ContractError(rnd.path / "collection.json", "executable_sha256",
-                                "the current sources are not the code this round measured",
-                                "apply the measured version or build for a round of the current code")
-        overhead = measure_fixed_overhead(root, manifest, manifest.protocol.device_id)
+    overhead = cpu_overhead(root, manifest, rnd) if backend == "cpu" else {}
     cases = []
     for case in manifest.cases:
         if case.id not in rnd.cases:
