@@ -67,7 +67,8 @@ def main(argv=None) -> int:
     elif args.command == "list-op-names":
         print("count\ttask_type\ttotal_duration_us\texact_op_name")
         for row in result["rows"]:
-            print(f"{row['count']}\t{row['task_type']}\t{row['total_duration_us']:.3f}\t{row['exact_op_name']}")
+            total = row["total_duration_us"]  # missing is never zero
+            print(f"{row['count']}\t{row['task_type']}\t{'N/A' if total is None else f'{total:.3f}'}\t{row['exact_op_name']}")
     elif args.command == "preflight":
         print(f"preflight ok: {len(result['probes']) - 1} cases select exactly one case; unknown id refused")
     else:

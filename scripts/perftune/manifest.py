@@ -331,14 +331,29 @@ def _check_target(ids: list[str], target: dict[str, Any], p0_ids: list[str], sou
                             "all_p0_no_questions needs every P0 case in the target", "list all P0 ids")
 
 
-def parse_manifest(obj: Any, source: str | Path = "PERFORMANCE_CASES.json") -> Manifest:
-    """Validate a manifest (schema + semantics) and return it as a :class:`Manifest`."""
-    source = str(source)
+def parse_manifest(obj: Any, source: str | Path = "PERFORMANCE_CASES.json", *,
+                   check_schema: bool = True) -> Manifest:
+    """Validate a manifest (schema + semantics) and return it as a :class:`Manifest`.
+
+    ``check_schema=False`` is for case-runner subprocesses re-reading a manifest their parent has
+    just validated (it skips importing jsonschema); a structural surprise is still a ContractError.
+    """
+    if not check_schema:
+        try:
+            return _parse_manifest(obj, str(source), False)
+        except (KeyError, TypeError, AttributeError, ValueError) as exc:
+            raise ContractError(source, "-", f"malformed manifest ({type(exc).__name__}: {exc})",
+                                "validate it with 'freeze_cases.py validate'") from None
+    return _parse_manifest(obj, str(source), True)
+
+
+def _parse_manifest(obj: Any, source: str, check_schema: bool) -> Manifest:
     version = obj.get("schema_version") if isinstance(obj, dict) else None
     if version not in (1, 2):
         raise ContractError(source, "schema_version", f"{version!r} is not 1 or 2",
                             "freeze a new manifest with freeze_cases.py")
-    schemas.validate(obj, "performance_cases" if version == 2 else "performance_cases_v1", source)
+    if check_schema:
+        schemas.validate(obj, "performance_cases" if version == 2 else "performance_cases_v1", source)
     ids = [c["id"] for c in obj["cases"]]
     if len(set(ids)) != len(ids):
         dup = sorted({i for i in ids if ids.count(i) > 1})
@@ -365,9 +380,16 @@ def parse_manifest(obj: Any, source: str | Path = "PERFORMANCE_CASES.json") -> M
                     (target or {}).get("selection_mode"), proto, obj.get("user_target"), obj)
 
 
-def load_manifest(path: str | Path) -> Manifest:
+def load_manifest(path: str | Path, *, check_schema: bool = True) -> Manifest:
     """Read and validate a manifest file (exit-2 error on any problem)."""
-    return parse_manifest(fsio.read_json(path, what="performance case manifest"), path)
+    return parse_manifest(fsio.read_json(path, what="performance case manifest"), path, check_schema=check_schema)
+
+
+def _utf8(path: Path, what: str) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ContractError(path, f"byte {exc.start}", f"{what} is not UTF-8", "save it as UTF-8") from None
 
 
 def freeze(op_dir: str | Path, *, target_case_ids: list[str], selection_mode: str, proto: Protocol,
@@ -385,8 +407,8 @@ def freeze(op_dir: str | Path, *, target_case_ids: list[str], selection_mode: st
     for path, what in ((spec_path, "SPEC.md"), (test_path, "test file")):
         if not path.is_file():
             raise ContractError(path, "-", f"{what} is missing", "complete Stages 1-4 first")
-    spec = parse_spec(spec_path.read_text(encoding="utf-8"), str(spec_path))
-    tests = find_test_functions(test_path.read_text(encoding="utf-8"), str(test_path))
+    spec = parse_spec(_utf8(spec_path, "SPEC.md"), str(spec_path))
+    tests = find_test_functions(_utf8(test_path, "test file"), str(test_path))
     obj = build_manifest(spec, tests, target_case_ids=target_case_ids, selection_mode=selection_mode,
                          proto=proto, spec_source=str(spec_path), test_source=str(test_path))
     fsio.write_json(out, obj, overwrite=False)

@@ -11,10 +11,12 @@ import json
 from pathlib import Path
 from typing import Any
 
-import jsonschema
-from jsonschema import Draft202012Validator
+from typing import TYPE_CHECKING
 
 from .errors import ContractError
+
+if TYPE_CHECKING:  # jsonschema is imported lazily: case runner processes never validate
+    from jsonschema import Draft202012Validator
 
 SCHEMA_DIR = Path(__file__).resolve().parents[2] / "schemas"
 
@@ -29,7 +31,8 @@ def available() -> list[str]:
 
 
 @functools.lru_cache(maxsize=None)
-def validator(name: str) -> Draft202012Validator:
+def validator(name: str) -> "Draft202012Validator":
+    from jsonschema import Draft202012Validator
     path = schema_path(name)
     if not path.is_file():
         raise ContractError(path, "-", f"no schema named {name!r}", f"use one of {available()}")
@@ -38,7 +41,7 @@ def validator(name: str) -> Draft202012Validator:
     return Draft202012Validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
 
 
-def _json_path(error: jsonschema.ValidationError) -> str:
+def _json_path(error) -> str:
     parts = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
     return f"${parts}" if parts else "$"
 
@@ -51,7 +54,8 @@ def errors(obj: Any, name: str) -> list[str]:
 
 def validate(obj: Any, name: str, source: str | Path = "-") -> None:
     """Raise :class:`ContractError` for the most specific violation of schema ``name``."""
-    best = jsonschema.exceptions.best_match(validator(name).iter_errors(obj))
+    from jsonschema.exceptions import best_match
+    best = best_match(validator(name).iter_errors(obj))
     if best is not None:
         message = best.message if len(best.message) <= 200 else best.message[:197] + "..."
         raise ContractError(source, _json_path(best), f"does not match schema {name}: {message}",

@@ -100,7 +100,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     op_dir = Path(args.op_dir).resolve()
     manifest_path = Path(args.manifest or op_dir / protocol.MANIFEST_NAME)
-    manifest = load_manifest(manifest_path)
+    manifest = load_manifest(manifest_path, check_schema=False)  # the parent validated it
     known_case(manifest, args.case_id, str(manifest_path))
     runner = Path(args.runner).resolve() if args.runner else find_runner(op_dir)
     seed_all()

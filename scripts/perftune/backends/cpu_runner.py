@@ -117,7 +117,7 @@ def main(argv=None) -> int:
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--mode", choices=("time", "profile"), default="time")
     args = parser.parse_args(argv)
-    manifest = load_manifest(args.manifest)
+    manifest = load_manifest(args.manifest, check_schema=False)  # the parent validated it
     known_case(manifest, args.case_id, args.manifest)
     op_dir, runner = Path(args.op_dir).resolve(), Path(args.runner).resolve()
     module = load_runner_module(runner, op_dir)
