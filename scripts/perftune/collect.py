@@ -71,12 +71,34 @@ def resolve_protocol(manifest: Manifest, given: Overrides, source: str) -> Proto
     return manifest.protocol
 
 
+def check_manifest_unchanged(root: Path, manifest_path: Path) -> None:
+    """Refuse a frozen manifest edited after the golden report or a complete round recorded its sha256."""
+    current = fsio.sha256_file(manifest_path)
+    recorded = []
+    golden_path = root / protocol.GOLDEN_REPORT_NAME
+    if golden_path.is_file():
+        golden = fsio.read_json(golden_path, what="golden report")
+        source = golden.get("case_manifest_source") if isinstance(golden, dict) else None
+        recorded.append((golden_path, source.get("sha256") if isinstance(source, dict) else None))
+    for row in evidence.list_rounds(root):
+        if row["status"] == "complete":
+            coll = fsio.read_json(row["path"] / evidence.COLLECTION_JSON, what="collection.json")
+            recorded.append((row["path"] / evidence.COLLECTION_JSON, coll.get("performance_cases", {}).get("sha256")))
+    for where, sha in recorded:
+        if sha is not None and sha != current:
+            shown = fsio.display_path(where, root)
+            raise ContractError(manifest_path, "sha256", f"changed after freezing ({shown} recorded "
+                                f"{sha[:12]}, the file is now {current[:12]})",
+                                "restore the frozen manifest; a new contract needs a new operator directory")
+
+
 def prepare(op_dir: str | Path, given: Overrides, *, check_env: bool = True) -> Context:
     root = Path(op_dir).resolve()
     if not root.is_dir():
         raise ContractError(op_dir, "--op-dir", "is not a directory", "pass the operator directory")
     manifest_path = root / protocol.MANIFEST_NAME
     manifest = load_manifest(manifest_path)
+    check_manifest_unchanged(root, manifest_path)
     proto = resolve_protocol(manifest, given, str(manifest_path))
     backend = get_backend(proto.backend)
     if check_env:
