@@ -11,17 +11,14 @@ from pathlib import Path
 from typing import Any
 
 from . import candidates, compare, evidence, fsio, ledger, manifest, protocol, schemas
-from .errors import PerftuneError
 from .report import final_md, final_plots
 
 TERMINAL_NAME = "terminal_evidence.json"
 
 
-def _optional(load, *args) -> Any:
-    try:
-        return load(*args)
-    except PerftuneError:
-        return None
+def _optional(path: Path, load, *args) -> Any:
+    """None when ``path`` was never written; a present but invalid file is an error (exit 2)."""
+    return load(*args) if path.exists() else None
 
 
 def _terminal(root: Path) -> dict[str, Any] | None:
@@ -74,8 +71,8 @@ def build(op_dir: str | Path) -> dict[str, Any]:
     man = manifest.load_manifest(root / protocol.MANIFEST_NAME)
     perf_file = fsio.read_json(root / protocol.PERFORMANCE_JSON, what="performance.json")
     perf = compare.load_formal(root, perf_file["baseline_collection_id"], perf_file["final_collection_id"])
-    ledger_obj = _optional(ledger.load_ledger, ledger.ledger_path(root))
-    selection = _optional(candidates.rank, root)
+    ledger_obj = _optional(ledger.ledger_path(root), ledger.load_ledger, ledger.ledger_path(root))
+    selection = _optional(candidates.paths(root)[0], candidates.rank, root)
     terminal = _terminal(root)
     task = root.resolve().name
     figures = _figures(root, task, selection, terminal)
