@@ -8,7 +8,9 @@ definitions — trimmed mean, bootstrap, A/A noise, verdict table, Mann-Whitney 
 
 - ``point`` speed-up = aggregate(baseline) / aggregate(candidate); > 1 means the candidate is faster.
 - CI = percentile bootstrap of log speed-up; each arm resampled independently (paired rounds:
-  one index draw shared by both arms, so each (baseline, candidate) pair stays together).
+  one index draw shared by both arms, so each (baseline, candidate) pair stays together). Each arm
+  (paired: the list of pairs) is sorted before resampling, so the CI and the verdict are exact
+  functions of the sample multiset: permuting the repeats never changes them.
 - A/A noise (``aa_noise``) = the drift the baseline itself *proves*: the bootstrap CI of
   log(aggregate(first half) / aggregate(second half)) in recorded repeat order; when that CI excludes
   0 its bound nearest to 0 (as a relative number), else 0. Needs ``2 * min_repeats`` samples, else it
@@ -127,9 +129,12 @@ def log_speedup_draws(baseline: np.ndarray, candidate: np.ndarray, aggregation: 
     if paired:
         if nb != nc:
             raise ValueError("paired samples need arms of equal length")
+        order = np.lexsort((candidate, baseline))  # canonical pair order: repeat order never moves the CI
+        baseline, candidate = baseline[order], candidate[order]
         index = rng.integers(0, nb, size=(resamples, nb))
         b_draw, c_draw = baseline[index], candidate[index]
     else:
+        baseline, candidate = np.sort(baseline), np.sort(candidate)  # canonical order, as above
         b_draw = baseline[rng.integers(0, nb, size=(resamples, nb))]
         c_draw = candidate[rng.integers(0, nc, size=(resamples, nc))]
     return np.log(aggregate_rows(b_draw, aggregation)) - np.log(aggregate_rows(c_draw, aggregation))
