@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""Decision-quality benchmark: false-positive rate (A/A) and power of three verdict rules.
+
+Grid: repeats 3/5/10/30 x log-normal noise 1/2/5 % (+3 % outliers) x true speed-up 0/1/2/5/10 %;
+each setting simulated ``--sims`` times (A/A: twice as many), the same samples judged by our
+rule, pyperf's compare_to test and the upstream trimmed-mean + 1 % band rule (``simulate.py``).
+Targets (issue 9): our A/A false-positive rate <= 5 % at every setting, our power at 5 % effect /
+2 % noise / 10 repeats >= 90 %. A few sample pairs are also written as pyperf JSON suites and run
+through the real ``python -m pyperf compare_to`` CLI to check that the API call agrees with it.
+pyperf must be importable (``run_all.py`` installs it). Settings run in parallel processes.
+
+usage:
+  python benchmarks/decisions/bench_decisions.py [--out DIR] [--sims N] [--jobs N] [--smoke]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+from multiprocessing import Pool
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE.parents[1] / "scripts"), str(HERE)]  # benchmark script, not library
+
+import simulate  # noqa: E402
+from simulate import Setting  # noqa: E402
+
+REPEATS, NOISES, EFFECTS = (3, 5, 10, 30), (0.01, 0.02, 0.05), (0.0, 0.01, 0.02, 0.05, 0.10)
+FP_TARGET, POWER_TARGET, POWER_AT = 0.05, 0.90, Setting(10, 0.02, 0.05)
+
+
+def _run(args: tuple[Setting, int]) -> dict:
+    setting, sims = args
+    return simulate.rates(setting, sims)
+
+
+def cli_agreement(pairs: int = 6) -> dict:
+    """Run ``python -m pyperf compare_to`` on saved suites; count agreement with the API verdict."""
+    agree, rows = 0, []
+    with tempfile.TemporaryDirectory() as tmp:
+        for k, setting in enumerate([Setting(10, 0.02, e) for e in (0.0, 0.02, 0.05)] * (pairs // 3)):
+            b, c = (x[k % 4] for x in simulate.samples(setting, 4, seed=1000 + k))
+            ref, chg = Path(tmp) / "ref.json", Path(tmp) / "changed.json"
+            simulate._bench(b).dump(str(ref), replace=True)
+            simulate._bench(c).dump(str(chg), replace=True)
+            out = subprocess.run([sys.executable, "-m", "pyperf", "compare_to", str(ref), str(chg)],
+                                 capture_output=True, text=True, timeout=120).stdout
+            cli = "same" if "not significant" in out else ("faster" if "faster" in out else "slower")
+            api = simulate.pyperf_rule(b, c)
+            agree += cli == api
+            rows.append({"effect": setting.effect, "cli": cli, "api": api, "cli_output": out.strip()})
+    return {"agree": agree, "total": len(rows), "rows": rows}
+
+
+def summary(results: list[dict]) -> dict:
+    out = {}
+    for rule in simulate.RULES:
+        aa = [r for r in results if r["effect"] == 0.0]
+        worst = max(aa, key=lambda r: r["rates"][rule]["any"])
+        fails = [f"n={r['repeats']} noise={r['noise']:.0%}: {r['rates'][rule]['any']:.1%}" for r in aa
+                 if r["rates"][rule]["any"] > FP_TARGET]
+        power = next(r for r in results if (r["repeats"], r["noise"], r["effect"]) ==
+                     (POWER_AT.repeats, POWER_AT.noise, POWER_AT.effect))["rates"][rule]["faster"]
+        out[rule] = {"worst_aa_false_positive": worst["rates"][rule]["any"],
+                     "worst_aa_setting": {"repeats": worst["repeats"], "noise": worst["noise"]},
+                     "aa_settings_above_target": fails, "power_5pct_2pct_10rep": power,
+                     "meets_targets": not fails and power >= POWER_TARGET}
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", type=Path, default=HERE.parent / "results", help="results folder")
+    parser.add_argument("--sims", type=int, default=200, help="simulations per setting (A/A: 2x)")
+    parser.add_argument("--jobs", type=int, default=2, help="parallel worker processes")
+    parser.add_argument("--smoke", action="store_true", help="tiny grid (CI smoke run)")
+    args = parser.parse_args()
+    repeats, noises, effects = ((5, 10), (0.02,), (0.0, 0.05)) if args.smoke else (REPEATS, NOISES, EFFECTS)
+    sims = 10 if args.smoke else args.sims
+    grid = [(Setting(n, s, e), sims * (2 if e == 0.0 else 1)) for n in repeats for s in noises for e in effects]
+    with Pool(args.jobs) as pool:
+        results = pool.map(_run, grid, chunksize=1)
+    result = {"benchmark": "decisions", "smoke": args.smoke, "outlier_probability": simulate.OUTLIER_P,
+              "outlier_multiplier": list(simulate.OUTLIER_RANGE), "decision": vars(simulate.DECISION),
+              "aggregation": simulate.AGGREGATION, "upstream_band": simulate.UPSTREAM_BAND,
+              "targets": {"aa_false_positive_max": FP_TARGET, "power_min": POWER_TARGET,
+                          "power_setting": vars(POWER_AT)},
+              "results": results, "summary": summary(results), "pyperf_cli_check": cli_agreement(3 if args.smoke else 6)}
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "decisions.json").write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
+    from figures import decision_figures
+    decision_figures(result, args.out)
+    for rule, row in result["summary"].items():
+        print(f"decisions {rule}: worst A/A {row['worst_aa_false_positive']:.1%}, power(5%,2%,10) "
+              f"{row['power_5pct_2pct_10rep']:.1%}, targets met: {row['meets_targets']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,99 @@
+"""Decision-quality simulation: timing samples with a known truth, judged by three rules.
+
+Samples (per arm, n repeats): ``base_us * lognormal(0, noise)``; with probability
+``OUTLIER_P`` a sample is hit by an interruption and multiplied by U(1.2, 1.6) (right-skewed,
+like a context switch or a clock dip). The candidate's base time is ``base_us / (1 + effect)``,
+so ``effect`` is the true speed-up minus 1. Both arms come from one seeded generator per setting;
+all three rules judge exactly the same pairs.
+
+Rules, each returning ``faster``, ``slower`` or ``same``:
+- ``ours``: :func:`perftune.stats.compare_samples` with the frozen default decision
+  (``manifest.make_protocol`` defaults: bootstrap, 95 %, band 1 %, 10,000 resamples, seed 42,
+  min_repeats 5) and the default aggregation (median); ``insufficient``, ``equivalent`` and
+  ``inconclusive`` count as ``same`` (no speed-up claimed).
+- ``pyperf``: pyperf's own ``compare_to`` decision (``pyperf._compare.CompareResult`` on two
+  ``pyperf.Benchmark`` objects: Student t-test, 95 %, ``--min-speed`` unset); significant and the
+  changed mean lower = ``faster``.
+- ``upstream``: trimmed mean of the repeats (drop one min and one max when n >= 3), ratio
+  baseline/candidate against a fixed 1 % band: > 1.01 ``faster``, < 1/1.01 ``slower``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from perftune import protocol, stats
+from perftune.manifest import make_protocol
+
+OUTLIER_P = 0.03
+OUTLIER_RANGE = (1.2, 1.6)
+BASE_US = 100.0
+UPSTREAM_BAND = 0.01
+DECISION = make_protocol(backend="cpu", device_id=0, warmup=1, repeats=10, op_name="k").decision
+AGGREGATION = protocol.DEFAULT_AGGREGATION
+
+
+@dataclass(frozen=True)
+class Setting:
+    repeats: int
+    noise: float
+    effect: float
+
+
+def samples(setting: Setting, sims: int, seed: int = protocol.SEED) -> tuple[np.ndarray, np.ndarray]:
+    """``(baseline, candidate)`` arrays of shape (sims, repeats), in microseconds."""
+    key = [seed, setting.repeats, round(setting.noise * 1e4), round(setting.effect * 1e4)]
+    rng = np.random.default_rng(key)
+
+    def arm(centre: float) -> np.ndarray:
+        values = centre * rng.lognormal(0.0, setting.noise, (sims, setting.repeats))
+        hit = rng.random((sims, setting.repeats)) < OUTLIER_P
+        return np.where(hit, values * rng.uniform(*OUTLIER_RANGE, (sims, setting.repeats)), values)
+
+    baseline = arm(BASE_US)
+    return baseline, arm(BASE_US / (1.0 + setting.effect))
+
+
+def ours(baseline: np.ndarray, candidate: np.ndarray) -> str:
+    verdict = stats.compare_samples(baseline, candidate, DECISION, aggregation=AGGREGATION).verdict
+    return verdict if verdict in ("faster", "slower") else "same"
+
+
+def _bench(values: np.ndarray):
+    import pyperf
+    run = pyperf.Run([float(v) * 1e-6 for v in values], metadata={"name": "case", "unit": "second"},
+                     collect_metadata=False)
+    return pyperf.Benchmark([run])
+
+
+def pyperf_rule(baseline: np.ndarray, candidate: np.ndarray) -> str:
+    from pyperf._compare import CompareData, CompareResult
+    result = CompareResult(CompareData("ref", _bench(baseline)), CompareData("changed", _bench(candidate)))
+    if not result.significant:
+        return "same"
+    return "faster" if result.norm_mean < 1.0 else "slower"
+
+
+def upstream(baseline: np.ndarray, candidate: np.ndarray) -> str:
+    ratio = stats.aggregate(baseline, "trimmed_mean") / stats.aggregate(candidate, "trimmed_mean")
+    if ratio > 1.0 + UPSTREAM_BAND:
+        return "faster"
+    if ratio < 1.0 / (1.0 + UPSTREAM_BAND):
+        return "slower"
+    return "same"
+
+
+RULES = {"ours": ours, "pyperf": pyperf_rule, "upstream": upstream}
+
+
+def rates(setting: Setting, sims: int) -> dict:
+    """Share of ``faster`` / ``slower`` calls of every rule on the same ``sims`` sample pairs."""
+    baseline, candidate = samples(setting, sims)
+    out = {}
+    for name, rule in RULES.items():
+        calls = [rule(b, c) for b, c in zip(baseline, candidate)]
+        out[name] = {"faster": calls.count("faster") / sims, "slower": calls.count("slower") / sims}
+        out[name]["any"] = out[name]["faster"] + out[name]["slower"]
+    return {"repeats": setting.repeats, "noise": setting.noise, "effect": setting.effect, "sims": sims, "rates": out}

@@ -1,0 +1,96 @@
+"""Render ``results/SUMMARY.md`` from the three benchmark JSON files (pure text, no measuring)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+RULES = ("ours", "pyperf", "upstream")
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{100 * x:.1f} %"
+
+
+def scale_md(d: dict) -> list[str]:
+    s = d["summary"]
+    out = ["## 1. Scale: evidence processing vs the pandas read floor", "",
+           f"Targets: CPU time <= {d['targets']['time_vs_floor']}x the floor; peak RSS increase <= "
+           f"{d['targets']['memory_vs_largest_frame']}x the largest parsed frame (judged where that frame is >= "
+           f"{s['memory_judged_on_frames_at_least_bytes'] >> 20} MiB); linear in the number of files.", "",
+           "| cases x repeats | rows per file | files | floor CPU s | compare (x floor) | select (x floor) | "
+           "evidence (x floor) | largest frame MiB | peak RSS +MiB compare / select / evidence |",
+           "|---|---|---|---|---|---|---|---|---|"]
+    for r in d["scenarios"]:
+        j = r["jobs"]
+        rows = f"{r['rows']:,}" + (f" + one {r['big_rows']:,}" if r["big_rows"] else "")
+        mem = " / ".join(f"{j[k]['peak_rss_delta_bytes'] / 2**20:.1f}" for k in ("compare", "select", "evidence"))
+        out.append(f"| {r['cases']} x {r['repeats']} | {rows} | {r['files']} | {j['floor']['cpu_s']:.2f} | "
+                   + " | ".join(f"{j[k]['cpu_s']:.2f} ({j[k]['cpu_vs_floor']:.2f}x)" for k in ("compare", "select", "evidence"))
+                   + f" | {r['largest_frame_bytes'] / 2**20:.1f} | {mem} |")
+    fit = d["fit"]["jobs"]
+    out += ["", f"Linear fit over the {d['fit']['points']} scenarios with {d['fit']['rows_per_file']} rows per file "
+            "(CPU s = a + b x files):", "", "| job | b (ms per file) | b / floor's b | log-log exponent | R² |",
+            "|---|---|---|---|---|"]
+    for job, f in fit.items():
+        ratio = "1" if job == "floor" else f"{s['slope_vs_floor'][job]:.2f}"
+        exponent = "n/a" if f["loglog_exponent"] is None else f"{f['loglog_exponent']:.2f}"
+        out.append(f"| {job} | {f['ms_per_file']:.2f} | {ratio} | {exponent} | {f['r2']:.4f} |")
+    worst_t = ", ".join(f"{k} {v:.2f}x" for k, v in s["worst_cpu_vs_floor"].items())
+    worst_m = ", ".join(f"{k} {'n/a' if v is None else f'{v:.2f}x'}" for k, v in s["worst_memory_vs_largest_frame"].items())
+    out += ["", f"- Worst time vs floor: {worst_t} — target {'met' if s['time_target_met'] else 'MISSED'}.",
+            f"- Worst memory vs largest frame: {worst_m} — target {'met' if s['memory_target_met'] else 'MISSED'}.",
+            "", "![time vs files](scale_time_vs_files.png)", "", "![time vs floor](scale_time_vs_floor.png)", ""]
+    if any(r["largest_frame_bytes"] >= s["memory_judged_on_frames_at_least_bytes"] for r in d["scenarios"]):
+        out += ["![memory vs frame](scale_memory_vs_frame.png)", ""]
+    return out
+
+
+def decisions_md(d: dict) -> list[str]:
+    out = ["## 2. Decision quality: our rule vs pyperf compare_to vs the upstream rule", "",
+           f"Noise: log-normal, {d['outlier_probability']:.0%} outliers x U{tuple(d['outlier_multiplier'])}; "
+           f"our rule = frozen default decision {d['decision']} with aggregation {d['aggregation']}; "
+           f"upstream = trimmed mean, band {d['upstream_band']:.0%}. pyperf API vs `python -m pyperf compare_to` "
+           f"CLI agreement: {d['pyperf_cli_check']['agree']}/{d['pyperf_cli_check']['total']}.", "",
+           "| rule | worst A/A false-positive rate (setting) | A/A settings above 5 % | power at 5 % / 2 % noise / 10 repeats | targets |",
+           "|---|---|---|---|---|"]
+    for rule, s in d["summary"].items():
+        where = f"n={s['worst_aa_setting']['repeats']}, noise {s['worst_aa_setting']['noise']:.0%}"
+        above = "; ".join(s["aa_settings_above_target"]) or "none"
+        out.append(f"| {rule} | {_pct(s['worst_aa_false_positive'])} ({where}) | {above} | "
+                   f"{_pct(s['power_5pct_2pct_10rep'])} | {'met' if s['meets_targets'] else 'missed'} |")
+    effects = sorted({r["effect"] for r in d["results"]})
+    out += ["", "Share of comparisons called `faster` (effect 0: `faster` or `slower`), ours / pyperf / upstream:", "",
+            "| repeats | noise | " + " | ".join(f"true +{e:.0%}" for e in effects) + " |",
+            "|---|---|" + "---|" * len(effects)]
+    for key in sorted({(r["repeats"], r["noise"]) for r in d["results"]}):
+        cells = []
+        for e in effects:
+            r = next(x for x in d["results"] if (x["repeats"], x["noise"], x["effect"]) == (*key, e))
+            field = "any" if e == 0 else "faster"
+            cells.append(" / ".join(f"{100 * r['rates'][k][field]:.0f}" for k in RULES))
+        out.append(f"| {key[0]} | {key[1]:.0%} | " + " | ".join(cells) + " |")
+    return out + ["", "![false positives](decisions_false_positive.png)", "", "![power](decisions_power.png)", ""]
+
+
+def cpu_md(d: dict) -> list[str]:
+    o = d["timer_overhead"]
+    out = ["## 3. cpu backend: timer overhead and agreement with timeit", "",
+           f"Timer overhead per sample (no-op through the runner's timing shim): median {o['shim_noop_sample']['median_ns']:.0f} ns "
+           f"(p95 {o['shim_noop_sample']['p95_ns']} ns); bare `perf_counter_ns` pair {o['bare_counter_pair']['median_ns']:.0f} ns.", "",
+           "| kernel | loop iterations | cpu runner median us | timeit median us | ratio (median) | ratio (min) |",
+           "|---|---|---|---|---|---|"]
+    for r in d["kernels"]:
+        out.append(f"| {r['case']} | {r['loop_iterations']:,} | {r['cpu_runner_median_us']:.3f} | {r['timeit_median_us']:.3f} | "
+                   f"{r['ratio_median']:.3f} | {r['ratio_min']:.3f} |")
+    return out + ["", "![cpu vs timeit](cpu_backend_vs_timeit.png)", ""]
+
+
+def render(results: Path, seconds: float | None = None) -> str:
+    lines = ["# Benchmark results", "", "Produced by `python benchmarks/run_all.py`; methods and discussion in "
+             "[docs/benchmarks.md](../../docs/benchmarks.md)." + (f" Total run time {seconds:.0f} s." if seconds else ""), ""]
+    for name, part in (("scale", scale_md), ("decisions", decisions_md), ("cpu_backend", cpu_md)):
+        path = results / f"{name}.json"
+        if path.exists():
+            lines += part(json.loads(path.read_text()))
+    return "\n".join(lines) + "\n"
