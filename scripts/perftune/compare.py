@@ -318,9 +318,17 @@ def load_formal(op_dir: str | Path, baseline_ref: str, candidate_ref: str) -> di
     return perf
 
 
+def render_texts(perf: Mapping[str, Any]) -> tuple[str, str]:
+    """(``performance.log``, ``perf_report.md``) text of a compare; pure, so a verifier can re-render."""
+    from .report import compare_md, text
+    captions = {"Speed-up per case with CI and noise band": f"{protocol.FIGURES_DIR}/{FIGURES['speedup']}",
+                "Baseline vs final samples per case": f"{protocol.FIGURES_DIR}/{FIGURES['samples']}"}
+    return text.render_performance_log(perf), compare_md.render_perf_report(perf, captions)
+
+
 def write_formal(op_dir: str | Path, perf: Mapping[str, Any]) -> dict[str, Path]:
     """Write figures, ``performance.log``, ``perf_report.md`` and (last) ``performance.json``."""
-    from .report import compare_md, plots, text  # matplotlib is loaded only when writing
+    from .report import plots  # matplotlib is loaded only when writing
     root = Path(op_dir)
     rows = perf["per_case"]
     figures = root / protocol.FIGURES_DIR
@@ -331,11 +339,10 @@ def write_formal(op_dir: str | Path, perf: Mapping[str, Any]) -> dict[str, Path]
     samples = plots.sample_distributions([r["case"] for r in rows], [r["samples"]["baseline"] for r in rows],
                                          [r["samples"]["final"] for r in rows], figures / FIGURES["samples"],
                                          title=f"{perf['task']}: raw samples, baseline vs final")
-    captions = {"Speed-up per case with CI and noise band": fsio.display_path(speed, root),
-                "Baseline vs final samples per case": fsio.display_path(samples, root)}
+    log_text, md_text = render_texts(perf)
     out = {"figures_speedup": speed, "figures_samples": samples,
-           "log": fsio.write_text(root / protocol.PERFORMANCE_LOG, text.render_performance_log(perf)),
-           "report": fsio.write_text(root / protocol.PERF_REPORT_MD, compare_md.render_perf_report(perf, captions))}
+           "log": fsio.write_text(root / protocol.PERFORMANCE_LOG, log_text),
+           "report": fsio.write_text(root / protocol.PERF_REPORT_MD, md_text)}
     out["json"] = fsio.write_json(root / protocol.PERFORMANCE_JSON, perf)
     return out
 

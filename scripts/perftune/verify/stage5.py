@@ -160,11 +160,12 @@ def gate_p4(ctx: Context) -> list[Finding]:
     recomputed = ev.recompute_performance(ctx.op_dir, perf)
     ctx.notes["recomputed"] = recomputed
     diffs = ev.json_differences(perf, recomputed)
-    if not diffs:
-        return []
-    return [Finding("P4", "performance_evidence_invalid",
-                    f"{len(diffs)} value(s) in performance.json differ from the recomputation from raw samples",
-                    tuple(diffs[:10]))]
+    out = [Finding("P4", "performance_evidence_invalid", msg) for msg in ev.rendering_problems(ctx.op_dir, recomputed)]
+    if diffs:
+        out.append(Finding("P4", "performance_evidence_invalid",
+                           f"{len(diffs)} value(s) in performance.json differ from the recomputation from raw "
+                           "samples", tuple(diffs[:10])))
+    return out
 
 
 def gate_p5(ctx: Context) -> list[Finding]:

@@ -98,6 +98,16 @@ def recompute_performance(op_dir: Path, perf: dict) -> dict[str, Any]:
     return compare.load_formal(op_dir, *refs)
 
 
+def rendering_problems(op_dir: Path, recomputed: dict) -> list[str]:
+    """performance.log and perf_report.md must be exactly the rendering of the recomputed compare."""
+    out = []
+    for name, expected in zip((protocol.PERFORMANCE_LOG, protocol.PERF_REPORT_MD), compare.render_texts(recomputed)):
+        path = op_dir / name
+        if path.is_file() and not path.is_symlink() and path.read_text(encoding="utf-8", errors="replace") != expected:
+            out.append(f"{name} is not the rendering of the compare recomputed from raw samples (edited by hand?)")
+    return out
+
+
 def json_differences(claimed: Any, actual: Any, path: str = "$") -> list[str]:
     """Paths where two JSON values differ (floats compared with a 1e-9 relative tolerance)."""
     if isinstance(claimed, dict) and isinstance(actual, dict):
