@@ -129,7 +129,9 @@ def log_speedup_draws(baseline: np.ndarray, candidate: np.ndarray, aggregation: 
     if paired:
         if nb != nc:
             raise ValueError("paired samples need arms of equal length")
-        order = np.lexsort((candidate, baseline))  # canonical pair order: repeat order never moves the CI
+        # canonical pair order, symmetric in the arms: repeat order never moves the CI, and swapping
+        # the arms inverts it exactly (unless a pair and its mirror image are both present)
+        order = np.lexsort((baseline, np.maximum(baseline, candidate), np.minimum(baseline, candidate)))
         baseline, candidate = baseline[order], candidate[order]
         index = rng.integers(0, nb, size=(resamples, nb))
         b_draw, c_draw = baseline[index], candidate[index]
