@@ -55,3 +55,17 @@ def freeze_example(op: Path, *extra: str, repeats: int = 5, warmup: int = 1) -> 
                       "--warmup", str(warmup), *extra)
     assert proc.returncode == 0, proc.stderr
     return json.loads((op / "PERFORMANCE_CASES.json").read_text())
+
+
+@pytest.fixture(scope="session")
+def demo_delivery(tmp_path_factory) -> tuple[Path, dict]:
+    """One real demo run per test session: (clean Stage 5 operator dir, the demo's --json summary).
+
+    The demo's output is the verifier's clean fixture; tests copy it before changing anything.
+    """
+    workdir = tmp_path_factory.mktemp("demo")
+    proc = run_script("demo.py", "--workdir", workdir, "--json", timeout=1800)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    summary = json.loads(proc.stdout)
+    summary["_stderr"] = proc.stderr
+    return Path(summary["workdir"]) / "softmax", summary

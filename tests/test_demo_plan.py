@@ -14,9 +14,9 @@ from perftune.errors import ContractError
 PLAN = json.loads((EXAMPLE / "variants" / "variants.json").read_text())
 
 
-def _perf(verdicts, ci_low, mean=1.5):
+def _perf(verdicts, ci_low, mean=1.5, ci_high=2.0):
     return {"per_case": [{"case": f"c{i}", "verdict": v, "target": True} for i, v in enumerate(verdicts)],
-            "suite": {"mean_case_speedup": mean, "ci": [ci_low, 2.0]}}
+            "suite": {"mean_case_speedup": mean, "ci": [ci_low, ci_high]}}
 
 
 def test_the_shipped_plan_parses_and_covers_the_example_sources():
@@ -51,7 +51,9 @@ def test_acceptance_needs_a_faster_case_and_a_suite_ci_above_one():
     assert demo_plan.acceptance(_perf(["faster", "equivalent"], 0.99))[:2] == ("rejected", "no_stable_gain")
     assert demo_plan.acceptance(_perf(["equivalent", "inconclusive"], 1.2))[:2] == ("rejected", "no_stable_gain")
     status, reason, note = demo_plan.acceptance(_perf(["faster", "slower"], 1.2))
-    assert (status, reason) == ("rejected", "slower") and "c1 slower" in note and "1.500" in note
+    assert (status, reason) == ("accepted", None) and "no veto" in note and "c1 slower" in note and "1.500" in note
+    status, reason, note = demo_plan.acceptance(_perf(["slower", "equivalent"], 0.8, mean=0.9, ci_high=0.95))
+    assert (status, reason) == ("rejected", "slower") and "stably slower" in note
 
 
 def test_acceptance_ignores_non_target_cases():

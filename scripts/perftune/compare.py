@@ -274,10 +274,10 @@ def build_quick(*, task: str, manifest: Manifest, baseline: Any, quick: Mapping[
         "schema_version": SCHEMA_VERSION, "mode": "quick", "never_ranks": True, "task": task,
         "baseline_collection_id": baseline.collection["collection_id"],
         "quick_collection_id": quick["collection_id"], "per_case": rows,
-        "promotion": {"rule": "mean_case_speedup >= quick_min_speedup and no target case slower",
+        "promotion": {"rule": "mean_case_speedup >= quick_min_speedup",
                       "threshold": threshold,
                       "mean_case_speedup": value, "slower_target_cases": slower,
-                      "promote": value is not None and value >= threshold and not slower},
+                      "promote": value is not None and value >= threshold},
     }
 
 

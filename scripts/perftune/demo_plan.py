@@ -95,17 +95,23 @@ def unplanned(plan: Plan, ledger_items: list[str]) -> list[str]:
 
 
 def acceptance(perf: dict[str, Any]) -> tuple[str, str | None, str]:
-    """(status, reason_code, note) of an item from the formal compare against the current best."""
+    """(status, reason_code, note) of an item from the formal compare against the current best.
+
+    Accepted: at least one target case ``faster`` and the suite CI entirely above 1. Per-case
+    regressions are disclosed in the note but never veto (upstream best-version rule).
+    """
     rows = [r for r in perf["per_case"] if r.get("target", True)]
     verdicts = {r["case"]: r["verdict"] for r in rows}
     suite = perf["suite"]
     ci = suite.get("ci") or [None, None]
     text = f"suite mean speed-up {_num(suite.get('mean_case_speedup'))} CI [{_num(ci[0])}, {_num(ci[1])}]; " + \
         ", ".join(f"{case} {verdict}" for case, verdict in verdicts.items())
-    if any(v == "slower" for v in verdicts.values()):
-        return "rejected", "slower", f"formal compare: a target case is slower; {text}"
     if any(v == "faster" for v in verdicts.values()) and ci[0] is not None and ci[0] > 1.0:
-        return "accepted", None, f"formal compare: stable gain; {text}"
+        slower = [case for case, verdict in verdicts.items() if verdict == "slower"]
+        disclosed = f" (disclosed, no veto: slower cases {slower})" if slower else ""
+        return "accepted", None, f"formal compare: stable gain{disclosed}; {text}"
+    if ci[1] is not None and ci[1] < 1.0:
+        return "rejected", "slower", f"formal compare: the suite is stably slower; {text}"
     return "rejected", "no_stable_gain", f"formal compare: no stable gain; {text}"
 
 
