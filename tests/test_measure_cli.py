@@ -214,6 +214,9 @@ def test_paired_round_interleaves_and_records_both_hashes(op_dir):
     assert loaded.measurement["sample_order"] == [["baseline", "candidate"], ["candidate", "baseline"],
                                                   ["baseline", "candidate"]]
     assert loaded.baseline_samples_us == loaded.measurement["baseline_samples_us"] and len(loaded.samples_us) == 3
+    log = (loaded.path / "collection.log").read_text()  # cpu: both arms interleaved in ONE process per case
+    assert "--paired-runner" in log and str(version / "test_softmax.py") in log
+    assert (loaded.path / "repeat_002" / "baseline" / "samples.csv").is_file()
 
 
 def golden_args(op_dir: Path, *extra: str) -> list[str]:

@@ -6,10 +6,11 @@ hash the sources, reserve ``round_NNN`` and write ``collection.json`` (in_progre
 case (a failed case is retried up to ``retry`` more times; failed attempts are kept), re-hash the
 sources and the manifest, then mark the round complete or failed with the reason.
 
-Paired rounds (``paired_with`` = a saved copy of the baseline sources) run every repeat as two
-fresh processes, one per arm, and alternate which arm goes first (repeat 1 baseline first,
-repeat 2 candidate first, ...): an ABBA-style interleave, so neither slow drift nor "always
-second" effects bias the speed-up. The order of each repeat is recorded.
+Paired rounds (``paired_with`` = a saved copy of the baseline sources) alternate which arm goes
+first (repeat 1 baseline first, repeat 2 candidate first, ...): an ABBA-style interleave, so neither
+slow drift nor "always second" effects bias the speed-up. The order of each repeat is recorded.
+A backend that can hold both arms in one process (cpu: ``run_paired_case``) interleaves them there,
+call by call; otherwise every repeat is two fresh processes, one per arm.
 """
 
 from __future__ import annotations
@@ -155,19 +156,24 @@ def _header(ctx: Context, collection_id: str, ident: dict[str, Any]) -> dict[str
 
 
 def _paired_case(ctx: Context, base_spec: RunSpec, case, attempt: Path):
-    baseline, candidate, order = [], [], []
-    for index in range(1, ctx.spec.repeats + 1):
-        arms = ["baseline", "candidate"] if index % 2 else ["candidate", "baseline"]
-        repeat = attempt / repeat_dir_name(index)
-        results = {arm: ctx.backend.run_repeat(base_spec if arm == "baseline" else ctx.spec, case, repeat / arm)
-                   for arm in arms}
-        write_evidence_status(repeat, {
+    together = ctx.backend.run_paired_case(ctx.spec, base_spec, case, attempt)
+    if together is None:
+        candidate, baseline, order = [], [], []
+        for index in range(1, ctx.spec.repeats + 1):
+            arms = ["baseline", "candidate"] if index % 2 else ["candidate", "baseline"]
+            repeat = attempt / repeat_dir_name(index)
+            results = {arm: ctx.backend.run_repeat(base_spec if arm == "baseline" else ctx.spec, case, repeat / arm)
+                       for arm in arms}
+            baseline.append(results["baseline"])
+            candidate.append(results["candidate"])
+            order.append(arms)
+    else:
+        candidate, baseline, order = together
+    for index, arms in enumerate(order, 1):
+        write_evidence_status(attempt / repeat_dir_name(index), {
             "backend": ctx.backend.name, "case": case.id, "target_op_name": ctx.spec.op_name,
             "status": "complete", "timing_source_file": f"candidate/{ctx.backend.timing_source_file}",
             "repeat": index, "paired_order": arms})
-        baseline.append(results["baseline"])
-        candidate.append(results["candidate"])
-        order.append(arms)
     return candidate, baseline, order
 
 

@@ -172,6 +172,10 @@ class Backend(ABC):
         :class:`CheckFailed` when the run or its raw evidence is invalid (the log stays on disk).
         """
 
+    def run_paired_case(self, spec: RunSpec, base_spec: RunSpec, case: Case, attempt: Path):
+        """Optional: run both arms of a paired case in one go; ``None`` = one process per arm and repeat."""
+        return None
+
     def run_case(self, spec: RunSpec, case: Case, case_dir: Path) -> list[RepeatResult]:
         """Warm-ups + ``spec.repeats`` repeats into ``case_dir/repeat_NNN/`` (default: one
         :meth:`run_repeat` per repeat, each with its own warm-ups, as upstream msprof does)."""

@@ -54,18 +54,20 @@ def seed_all(seed: int = protocol.SEED) -> None:
     numpy.random.seed(seed)
 
 
-def load_runner_module(runner: Path, op_dir: Path) -> ModuleType:
-    """Import the runner file as a module named by its stem (runner dir, then op dir on sys.path)."""
+def load_runner_module(runner: Path, op_dir: Path, name: str | None = None) -> ModuleType:
+    """Import the runner file as a module named ``name`` (default: its stem); the runner's folder,
+    then the op dir, lead sys.path."""
     for folder in (op_dir, runner.parent):
         text = str(folder.resolve())
         if text in sys.path:
             sys.path.remove(text)
         sys.path.insert(0, text)
-    spec = importlib.util.spec_from_file_location(runner.stem, runner)
+    name = name or runner.stem
+    spec = importlib.util.spec_from_file_location(name, runner)
     if spec is None or spec.loader is None:
         raise ContractError(runner, "-", "cannot import the runner", "check the file name")
     module = importlib.util.module_from_spec(spec)
-    sys.modules[runner.stem] = module
+    sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
 

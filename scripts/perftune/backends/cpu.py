@@ -41,19 +41,22 @@ class CpuBackend(Backend):
         except ImportError:
             raise EnvError("numpy", "-", "numpy is not importable", "pip install numpy") from None
 
-    def _argv(self, spec: RunSpec, case: Case, output: Path, *, mode: str, warmup: int, repeats: int) -> list[str]:
-        return [sys.executable, "-m", "perftune.backends.cpu_runner", "--op-dir", str(spec.op_dir),
+    def _argv(self, spec: RunSpec, case: Case, output: Path, *, mode: str, warmup: int, repeats: int,
+              paired_runner: Path | None = None) -> list[str]:
+        argv = [sys.executable, "-m", "perftune.backends.cpu_runner", "--op-dir", str(spec.op_dir),
                 "--runner", str(spec.runner), "--manifest", str(spec.manifest_file), "--case-id", case.id,
                 "--op-name", spec.op_name, "--warmup", str(warmup), "--repeats", str(repeats),
                 "--mode", mode, "--output", str(output)]
+        return argv + (["--paired-runner", str(paired_runner)] if paired_runner else [])
 
     def _launch(self, spec: RunSpec, case: Case, log_path: Path, *, mode: str, warmup: int,
-                repeats: int) -> tuple[dict[str, Any], str]:
+                repeats: int, paired_runner: Path | None = None) -> tuple[dict[str, Any], str]:
         """Run the runner once; return its JSON result and the collection.log text."""
         log_path.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(prefix=".cpu_runner_", dir=log_path.parent) as scratch:
             output = Path(scratch) / "result.json"
-            argv = self._argv(spec, case, output, mode=mode, warmup=warmup, repeats=repeats)
+            argv = self._argv(spec, case, output, mode=mode, warmup=warmup, repeats=repeats,
+                              paired_runner=paired_runner)
             proc = run_logged(argv, env=runner_env(spec.device_id), cwd=spec.op_dir, log_path=log_path,
                               timeout_s=spec.timeout_s)
             tail = (proc.stderr.strip().splitlines() or ["no stderr"])[-1]
@@ -66,6 +69,19 @@ class CpuBackend(Backend):
             result = fsio.read_json(output, what="cpu runner result")
         return result, log_path.read_text(encoding="utf-8")
 
+    def _write_repeat(self, spec: RunSpec, case: Case, folder: Path, number: int, sample: dict, log: str) -> RepeatResult:
+        folder.mkdir(parents=True, exist_ok=True)
+        duration = f"{int(sample['duration_ns']) / 1000:.3f}"
+        row = [str(number), case.id, spec.op_name, duration, str(int(sample["calls"]))]
+        fsio.write_text(folder / SAMPLES_CSV, ",".join(COLUMNS) + "\n" + _csv_line(row))
+        fsio.write_text(folder / "collection.log", log)
+        repeat = self.read_repeat(folder, spec.op_name)
+        write_evidence_status(folder, {
+            "backend": self.name, "case": case.id, "target_op_name": spec.op_name,
+            "status": "complete", "timing_source_file": SAMPLES_CSV, "repeat": number,
+            "duration_us": repeat.duration_us, "calls": repeat.calls, "bound_diagnosis": None})
+        return repeat
+
     def _measure(self, spec: RunSpec, case: Case, repeat_dirs: list[Path], log_path: Path) -> list[RepeatResult]:
         result, log = self._launch(spec, case, log_path, mode="time", warmup=spec.warmup,
                                    repeats=len(repeat_dirs))
@@ -74,19 +90,30 @@ class CpuBackend(Backend):
             raise CheckFailed(log_path, case.id, "runner returned the wrong number of samples", "see collection.log")
         out = []
         for index, (folder, sample) in enumerate(zip(repeat_dirs, samples), 1):
-            folder.mkdir(parents=True, exist_ok=True)
             number = int(m.group(1)) if (m := _REPEAT_RE.match(folder.name)) else index
-            duration = f"{int(sample['duration_ns']) / 1000:.3f}"
-            row = [str(number), case.id, spec.op_name, duration, str(int(sample["calls"]))]
-            fsio.write_text(folder / SAMPLES_CSV, ",".join(COLUMNS) + "\n" + _csv_line(row))
-            fsio.write_text(folder / "collection.log", log)
-            repeat = self.read_repeat(folder, spec.op_name)
-            write_evidence_status(folder, {
-                "backend": self.name, "case": case.id, "target_op_name": spec.op_name,
-                "status": "complete", "timing_source_file": SAMPLES_CSV, "repeat": number,
-                "duration_us": repeat.duration_us, "calls": repeat.calls, "bound_diagnosis": None})
-            out.append(repeat)
+            out.append(self._write_repeat(spec, case, folder, number, sample, log))
         return out
+
+    def run_paired_case(self, spec: RunSpec, base_spec: RunSpec, case: Case, attempt: Path):
+        """Both arms in ONE process, interleaved per repeat (see cpu_runner.time_paired).
+
+        Returns (candidate, baseline, order), or None when the saved baseline has more sources
+        than its runner (two versions of a helper module cannot share one interpreter).
+        """
+        if sorted(p.name for p in base_spec.runner.parent.glob("*.py")) != [base_spec.runner.name]:
+            return None
+        result, log = self._launch(spec, case, attempt / "collection.log", mode="time", warmup=spec.warmup,
+                                   repeats=spec.repeats, paired_runner=base_spec.runner)
+        cand, base, order = result.get("samples"), result.get("baseline_samples"), result.get("order")
+        if not all(isinstance(x, list) and len(x) == spec.repeats for x in (cand, base, order)):
+            raise CheckFailed(attempt, case.id, "paired runner returned the wrong number of samples",
+                              "see collection.log")
+        candidate, baseline = [], []
+        for number in range(1, spec.repeats + 1):
+            folder = attempt / repeat_dir_name(number)
+            candidate.append(self._write_repeat(spec, case, folder / "candidate", number, cand[number - 1], log))
+            baseline.append(self._write_repeat(base_spec, case, folder / "baseline", number, base[number - 1], log))
+        return candidate, baseline, order
 
     def run_case(self, spec: RunSpec, case: Case, case_dir: Path) -> list[RepeatResult]:
         dirs = [case_dir / repeat_dir_name(i) for i in range(1, spec.repeats + 1)]

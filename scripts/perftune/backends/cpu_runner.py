@@ -54,29 +54,60 @@ class TimingShim:
         return result
 
 
-def time_case(module, function, op_name: str, warmup: int, repeats: int, source: str) -> list[dict]:
-    """Run warm-ups then repeats of ``function`` with ``op_name`` shimmed; one sample per repeat."""
+def _shim(module, op_name: str, source: str) -> tuple[object, "TimingShim"]:
     target = getattr(module, op_name, None)
     if not callable(target):
         raise ContractError(source, "protocol.op_name", f"{op_name!r} is not a function of the runner module",
                             "freeze the exact name of the kernel function (see list-op-names)")
     shim = TimingShim(target)
     setattr(module, op_name, shim)
-    samples = []
+    return target, shim
+
+
+def _one_call(shim: TimingShim, function, op_name: str, index: int, source: str) -> dict:
+    shim.calls, shim.durations_ns = 0, []
+    seed_all()
+    gc.collect()
+    function()
+    if shim.calls != 1:
+        raise CheckFailed(source, op_name, f"test call {index + 1} called the op {shim.calls} times",
+                          "each test must launch the target exactly once")
+    return {"duration_ns": shim.durations_ns[0], "calls": shim.calls}
+
+
+def time_case(module, function, op_name: str, warmup: int, repeats: int, source: str) -> list[dict]:
+    """Run warm-ups then repeats of ``function`` with ``op_name`` shimmed; one sample per repeat."""
+    target, shim = _shim(module, op_name, source)
     try:
-        for index in range(warmup + repeats):
-            shim.calls, shim.durations_ns = 0, []
-            seed_all()
-            gc.collect()
-            function()
-            if shim.calls != 1:
-                raise CheckFailed(source, op_name, f"test call {index + 1} called the op {shim.calls} times",
-                                  "each test must launch the target exactly once")
-            if index >= warmup:
-                samples.append({"duration_ns": shim.durations_ns[0], "calls": shim.calls})
+        calls = [_one_call(shim, function, op_name, i, source) for i in range(warmup + repeats)]
     finally:
         setattr(module, op_name, target)
-    return samples
+    return calls[warmup:]
+
+
+def time_paired(arms: dict[str, tuple[object, object]], op_name: str, warmup: int, repeats: int,
+                source: str) -> dict:
+    """Interleave the ``baseline`` and ``candidate`` arms in one process, per repeat.
+
+    Repeat k runs baseline first when k is odd and candidate first when k is even (warm-ups too),
+    so slow drift and "always second" effects cancel; the order of every repeat is returned.
+    """
+    shims = {arm: _shim(module, op_name, f"{source} ({arm})") for arm, (module, _f) in arms.items()}
+    samples: dict[str, list[dict]] = {"baseline": [], "candidate": []}
+    order = []
+    try:
+        for index in range(warmup + repeats):
+            sequence = ["baseline", "candidate"] if (index - warmup) % 2 == 0 else ["candidate", "baseline"]
+            for arm in sequence:
+                result = _one_call(shims[arm][1], arms[arm][1], op_name, index, f"{source} ({arm})")
+                if index >= warmup:
+                    samples[arm].append(result)
+            if index >= warmup:
+                order.append(sequence)
+    finally:
+        for arm, (module, _f) in arms.items():
+            setattr(module, op_name, shims[arm][0])
+    return {"samples": samples["candidate"], "baseline_samples": samples["baseline"], "order": order}
 
 
 def profile_case(function, roots: list[Path]) -> list[dict]:
@@ -116,6 +147,7 @@ def main(argv=None) -> int:
     parser.add_argument("--warmup", type=int, default=0)
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--mode", choices=("time", "profile"), default="time")
+    parser.add_argument("--paired-runner", help="saved baseline runner, interleaved per repeat (time mode)")
     args = parser.parse_args(argv)
     manifest = load_manifest(args.manifest, check_schema=False)  # the parent validated it
     known_case(manifest, args.case_id, args.manifest)
@@ -125,6 +157,12 @@ def main(argv=None) -> int:
     try:
         if args.mode == "profile":
             result = {"rows": profile_case(function, sorted({op_dir, runner.parent}))}
+        elif args.paired_runner:
+            base_runner = Path(args.paired_runner).resolve()
+            base = load_runner_module(base_runner, op_dir, name=f"{base_runner.stem}__paired_baseline")
+            arms = {"baseline": (base, case_function(base, manifest, args.case_id, args.manifest)),
+                    "candidate": (module, function)}
+            result = time_paired(arms, args.op_name, args.warmup, args.repeats, str(runner))
         else:
             result = {"samples": time_case(module, function, args.op_name, args.warmup, args.repeats,
                                            str(runner))}
