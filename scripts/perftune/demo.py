@@ -198,7 +198,7 @@ def experiment(d: Driver, exp: demo_plan.Experiment, closed: dict[str, list[str]
                f"quick mean speed-up {mean:.3f} vs {d.best} (rule: {promo['rule']}, threshold "
                f"{promo['threshold']}); slower target cases: {promo['slower_target_cases'] or 'none'}", closed)
         return f"rejected (quick_not_promoted: quick mean speed-up {mean:.3f} vs {d.best})"
-    entry = d.formal(exp.version_id)
+    entry = d.formal(exp.version_id, "--paired-with", f"docs/perf/versions/{d.best}")  # drift cancels
     _, perf = d.run("compare_perf.py", "formal", "--op-dir", d.op, "--baseline", d.rounds[d.best]["round"],
                     "--candidate", entry["round"], ok=(0, 1))
     status, reason, note = demo_plan.acceptance(perf)
