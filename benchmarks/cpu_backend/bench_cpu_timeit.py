@@ -8,7 +8,8 @@ cost per iteration is calibrated with ``timeit`` first, then one case per target
 measures it: ``scripts/collect_perf.py formal`` (selector preflight, one ``cpu_runner`` process per
 case, GC off inside the timed call, ``perf_counter_ns`` around it). The same function with the same
 argument is timed by ``timeit`` in this process (``autorange`` loop count, ``--repeats`` repeats,
-per-call time). Reported per kernel: median of each, and the ratio cpu-runner / timeit.
+per-call time: "hot"), and once more one call per repeat right after ``gc.collect()`` ("cold", the
+runner's own protocol). Reported per kernel: medians, ratio cpu-runner / timeit (hot and cold).
 ``timer_overhead.py`` (the no-op through the runner's timing shim) gives the per-sample overhead.
 
 usage:
@@ -18,6 +19,7 @@ usage:
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import statistics
 import subprocess
@@ -63,12 +65,16 @@ def write_op(root: Path, sizes: dict[str, int], repeats: int, warmup: int) -> Pa
     return op
 
 
-def timeit_us(op: Path, n: int, repeats: int) -> list[float]:
+def timeit_us(op: Path, n: int, repeats: int) -> tuple[list[float], list[float]]:
+    """Per-call times (us): hot (``autorange`` loop, the timeit default) and cold (one call per
+    repeat right after ``gc.collect()``, which is what the cpu runner does before each sample)."""
     sys.path.insert(0, str(op))
     from busyop_kernel import busy_kernel
     timer = timeit.Timer("k(n)", globals={"k": busy_kernel, "n": n})
     number, _ = timer.autorange()
-    return [t / number * 1e6 for t in timer.repeat(repeats, number)]
+    hot = [t / number * 1e6 for t in timer.repeat(repeats, number)]
+    cold = timeit.Timer("k(n)", setup="gc.collect()", globals={"k": busy_kernel, "n": n, "gc": gc})
+    return hot, [t * 1e6 for t in cold.repeat(repeats, 1)]
 
 
 def run(repeats: int, warmup: int, targets: tuple[int, ...], overhead_samples: int) -> dict:
@@ -83,13 +89,16 @@ def run(repeats: int, warmup: int, targets: tuple[int, ...], overhead_samples: i
         cases = evidence.load_round(op, "round_001").cases
         rows = []
         for cid, n in sizes.items():
-            runner, reference = cases[cid].samples_us, timeit_us(op, n, repeats)
+            runner, (reference, cold) = cases[cid].samples_us, timeit_us(op, n, repeats)
             rows.append({"case": cid, "target_us": int(cid[1:-2]), "loop_iterations": n,
                          "cpu_runner_median_us": statistics.median(runner), "cpu_runner_min_us": min(runner),
                          "timeit_median_us": statistics.median(reference), "timeit_min_us": min(reference),
+                         "timeit_cold_median_us": statistics.median(cold),
                          "ratio_median": statistics.median(runner) / statistics.median(reference),
-                         "ratio_min": min(runner) / min(reference), "cpu_runner_samples_us": runner,
-                         "timeit_samples_us": reference})
+                         "ratio_min": min(runner) / min(reference),
+                         "ratio_cold_median": statistics.median(runner) / statistics.median(cold),
+                         "cpu_runner_samples_us": runner, "timeit_samples_us": reference,
+                         "timeit_cold_samples_us": cold})
     overhead = subprocess.run([sys.executable, str(HERE / "timer_overhead.py"), "--json", "--samples",
                                str(overhead_samples)], capture_output=True, text=True, timeout=600, check=True)
     return {"benchmark": "cpu_backend", "loop_ns_per_iteration": ns, "repeats": repeats, "warmup": warmup,

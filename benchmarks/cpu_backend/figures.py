@@ -16,6 +16,7 @@ def cpu_figure(result: dict, path: Path) -> Path:
     xs = [r["timeit_median_us"] for r in rows]
     ax.plot(xs, [r["ratio_median"] for r in rows], "o-", label="median(cpu runner) / median(timeit)")
     ax.plot(xs, [r["ratio_min"] for r in rows], "s--", label="min(cpu runner) / min(timeit)")
+    ax.plot(xs, [r["ratio_cold_median"] for r in rows], "^-", label="median(cpu runner) / median(timeit, one call after gc.collect())")
     overhead_us = result["timer_overhead"]["shim_noop_sample"]["median_ns"] / 1000
     ax.plot(xs, [1 + overhead_us / x for x in xs], ":", color="grey",
             label=f"1 + timer overhead ({overhead_us * 1000:.0f} ns) / kernel time")
