@@ -184,14 +184,18 @@ def gate_p6(ctx: Context) -> list[Finding]:
     man = _guard(ctx, "manifest", "stage5_contract_blocked")
     perf = _guard(ctx, "performance", "performance_evidence_invalid")
     base, _ = _guard(ctx, "rounds", "performance_evidence_invalid")
-    out, status = ev.golden_problems(ctx.op_dir, man, base)
-    ctx.notes["target_status"] = status
-    recomputed = ctx.notes.get("recomputed") or ev.recompute_performance(ctx.op_dir, perf)
+    out, golden_state = ev.golden_problems(ctx.op_dir, man, base)
+    ctx.notes["target_status"] = {"golden": golden_state}
+    try:
+        recomputed = ctx.notes.get("recomputed") or ev.recompute_performance(ctx.op_dir, perf)
+    except PerftuneError as exc:
+        out.append(("performance_evidence_invalid", f"target status cannot be recomputed: {exc.line()}"))
+        return [Finding("P6", cat, msg) for cat, msg in out]
     for key in ("default_target_status", "valid_for_target_met"):
         if perf.get(key) != recomputed.get(key):
             out.append(("performance_evidence_invalid",
                         f"{key} is {perf.get(key)!r} but recomputes to {recomputed.get(key)!r}"))
-    ctx.notes["target_status"] = {k: recomputed.get(k) for k in ("default_target_status", "user_target")}
+    ctx.notes["target_status"].update({k: recomputed.get(k) for k in ("default_target_status", "user_target")})
     return [Finding("P6", cat, msg) for cat, msg in out]
 
 
