@@ -23,12 +23,12 @@ def time_vs_files(result: dict, path: Path) -> Path:
     rows = [r for r in result["scenarios"] if r["rows"] == result["fit"]["rows_per_file"]
             and (r["big_rows"] is None or len(result["scenarios"]) < 3)]
     fig, ax = plt.subplots(figsize=(8, 5))
-    for job in JOBS:
-        xs = [r["files"] for r in rows]
-        ax.plot(xs, [r["jobs"][job]["cpu_s"] for r in rows], "o", label=None)
+    for k, job in enumerate(JOBS):
+        xs, colour = [r["files"] for r in rows], f"C{k}"
+        ax.plot(xs, [r["jobs"][job]["cpu_s"] for r in rows], "o", color=colour)
         fit = result["fit"]["jobs"][job]
         line = [fit["intercept_s"] + fit["ms_per_file"] / 1000 * x for x in sorted(xs)]
-        ax.plot(sorted(xs), line, "-", label=f"{LABELS[job]}: {fit['ms_per_file']:.2f} ms/file")
+        ax.plot(sorted(xs), line, "-", color=colour, label=f"{LABELS[job]}: {fit['ms_per_file']:.2f} ms/file")
     ax.set_xlabel("op_summary CSV files read (both rounds, 7 per repeat)")
     ax.set_ylabel("CPU time of the job (s)")
     ax.set_title(f"Scale: CPU time vs number of files ({result['fit']['rows_per_file']} rows per file), linear fits")
@@ -67,6 +67,6 @@ def scale_figures(result: dict, out: Path) -> list[Path]:
                    rows)]
     if big:
         paths.append(_bars(result, "memory_vs_largest_frame", result["targets"]["memory_vs_largest_frame"],
-                           "peak RSS increase / largest parsed frame", "Scale: peak memory relative to the largest "
-                           "pandas frame (scenarios with a frame >= 10 MiB)", out / "scale_memory_vs_frame.png", big))
+                           "peak RSS increase / largest parsed frame", "Scale: peak memory / largest pandas frame\n"
+                           "(scenarios whose largest frame is >= 10 MiB)", out / "scale_memory_vs_frame.png", big))
     return paths
