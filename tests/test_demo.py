@@ -11,6 +11,8 @@ from conftest import run_script
 from perftune import demo, protocol, schemas
 from perftune.errors import ContractError
 
+pytestmark = pytest.mark.xdist_group("demo")  # shares the one demo run with its group
+
 SCHEMA_OF = {"ledger.json": "ledger", "candidates.json": "candidates", "selection.json": "selection",
              "stage5_check.json": "stage5_check", "terminal_evidence.json": "terminal_evidence",
              "platform_cpu.json": "platform"}
