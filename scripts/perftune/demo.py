@@ -5,7 +5,7 @@ computes nothing itself except the plan decisions of :mod:`perftune.demo_plan`, 
 only from the scripts' ``--json`` output and the files they wrote. Each step's argv, exit code,
 stdout and stderr go to ``<workdir>/demo_logs/NN_<step>.log``. A missing script stops the demo
 with exit 2 naming the step. Protocol of the demo (chosen for < 2 min on 2 cores): all 4 P0 cases,
-``all_p0_no_questions``, backend cpu, op ``softmax_kernel``, warm-up 2, repeats 10, noise band
+``all_p0_no_questions``, backend cpu, op ``softmax_kernel``, warm-up 1, repeats 10, noise band
 0.05 (frozen before any result: unpaired cpu rounds on a shared machine drift by a few per cent, so
 the default 1 % band would call equal-speed cases slower or faster by chance).
 """
@@ -32,7 +32,7 @@ EXAMPLE = ROOT / "examples" / "softmax"
 TEST_FILE = "test_softmax.py"
 CASES = ("r64_c4096_fp32", "r512_c1024_fp32", "r64_c4096_fp16", "r1024_c256_fp16")
 SELECTION_MODE = "all_p0_no_questions"
-WARMUP, REPEATS = 2, 10
+WARMUP, REPEATS = 1, 10
 NOISE_BAND = 0.05   # cpu timing on a shared 2-core VM drifts by a few % between unpaired rounds
 BOTTLENECK_DIR = "docs/perf/bottleneck"
 MARKER = ".stage5_demo_run"
@@ -259,7 +259,7 @@ def finish(d: Driver, plan: demo_plan.Plan) -> tuple[int, dict[str, Any]]:
     saved = json.loads((d.op / "docs/perf/candidates.json").read_text())
     copy = next(c["saved_copy"] for c in saved["candidates"] if c["version_id"] == chosen)
     shutil.copyfile(d.op / copy / TEST_FILE, d.op / TEST_FILE)
-    d.correctness()
+    # no new correctness run: the chosen version's recorded run has exactly this code hash (P5 accepts it)
     final = d.formal("final", "--paired-with", "docs/perf/versions/v000")
     _, perf = d.run("compare_perf.py", "formal", "--op-dir", d.op, "--baseline", d.rounds["v000"]["round"],
                     "--candidate", final["round"], ok=(0, 1))
