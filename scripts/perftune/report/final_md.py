@@ -52,7 +52,7 @@ def _results(inp: FinalInputs) -> list[str]:
     perf = inp.performance
     rows = []
     for r in perf["per_case"]:
-        rows.append([r["case"], fmt(r["baseline_us"]), fmt(r["final_us"]), fmt(r["speedup"], ".3f"),
+        rows.append([r["case"], fmt(r["baseline_us"], ",.1f"), fmt(r["final_us"], ",.1f"), fmt(r["speedup"], ".3f"),
                      fmt_ci(r["speedup_ci"]), r["verdict"], fmt(r.get("golden_reference_ratio"), ".3f"),
                      "yes" if r["target"] else "no"])
     suite = perf["suite"]

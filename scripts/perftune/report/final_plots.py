@@ -34,7 +34,7 @@ def candidate_scores(versions: Sequence[str], scores: Sequence[float | None],
     ax.set_ylabel("suite score = mean per-case speed-up vs baseline")
     ax.set_title(title)
     ax.bar(0, 0, color="#2b83ba", hatch="//", label="tie set (not stably distinguishable from the top)")
-    ax.legend(loc="lower right", fontsize=8)
+    ax.legend(loc="upper left", fontsize=8)
     ax.grid(axis="y", alpha=0.3)
     return _save(fig, out_path)
 
