@@ -263,7 +263,7 @@ def finish(d: Driver, plan: demo_plan.Plan) -> tuple[int, dict[str, Any]]:
     final = d.formal("final", "--paired-with", "docs/perf/versions/v000")
     _, perf = d.run("compare_perf.py", "formal", "--op-dir", d.op, "--baseline", d.rounds["v000"]["round"],
                     "--candidate", final["round"], ok=(0, 1))
-    d.run("select_best.py", "confirm", "--op-dir", d.op, "--final-round", final["round"], ok=(0, 1))
+    _, confirm = d.run("select_best.py", "confirm", "--op-dir", d.op, "--final-round", final["round"], ok=(0, 1))
     d.run("terminal_evidence.py", "build", "--op-dir", d.op, "--round", final["round"])
     _, report = d.run("perf_report.py", "--op-dir", d.op)
     code, verdict = d.run("stage5_check.py", "--op-dir", d.op, "--target-case-ids", *CASES, "--selection-mode",
@@ -271,6 +271,7 @@ def finish(d: Driver, plan: demo_plan.Plan) -> tuple[int, dict[str, Any]]:
     line = "Stage 5 verification PASSED." if code == 0 else "Stage 5 verification FAILED."
     report_path = str(d.op / "PERFORMANCE_REPORT.md")
     result = demo_plan.summary(perf, selection, verdict, report_path, line)
+    result["confirm"] = {k: (confirm or {}).get(k) for k in ("consistent", "ratio", "ratio_ci", "delta", "action")}
     return code, result
 
 

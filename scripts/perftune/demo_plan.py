@@ -140,6 +140,10 @@ def summary_lines(result: dict[str, Any]) -> list[str]:
     lines.append(f"suite mean speed-up {_num(suite.get('mean_case_speedup'))} CI "
                  f"[{_num((suite.get('ci') or [None, None])[0])}, {_num((suite.get('ci') or [None, None])[1])}]")
     lines.append(f"chosen version: {result['chosen_version']} ({result['chosen_reason']})")
+    confirm = result.get("confirm") or {}
+    if confirm:
+        lines.append(f"final round vs ranking round of the chosen version: score ratio {_num(confirm.get('ratio'))}"
+                     f" ({'consistent' if confirm.get('consistent') else 'NOT consistent: ' + str(confirm.get('action'))})")
     lines.append(f"verifier: {result['verifier']}")
     lines.append(f"report: {result['report']}")
     return lines
