@@ -49,6 +49,7 @@ def main(argv=None) -> int:
         print("\n".join(demo_plan.summary_lines(result)))
         print(f"outcomes: {result['outcomes']}")
         print(f"finished in {result['seconds']} s; work folder {result['workdir']}")
+        print(result["verifier"])  # the last line is the verifier's verdict
     return code
 
 
