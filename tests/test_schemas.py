@@ -38,6 +38,7 @@ def artefacts(demo_delivery, tmp_path_factory) -> dict[str, object]:
         "measurement": _first(perf / "round_001", "case_*/measurement.json"),
         "evidence_status": _first(perf / "round_001", "case_*/repeat_001/evidence_status.json"),
         "quick_performance": _first(perf / "quick", "quick_*/quick_performance.json"),
+        "quick_compare": _first(perf / "quick", "quick_*/quick_compare.json"),
         "performance": op / "performance.json",
         "ledger": perf / "ledger.json", "candidates": perf / "candidates.json",
         "selection": perf / "selection.json", "stage5_check": perf / "stage5_check.json",
@@ -62,7 +63,7 @@ def test_every_schema_has_a_real_example_here():
     assert sorted(schemas.available()) == sorted([
         "candidates", "collection", "correctness", "env_report", "evidence_status", "golden_perf_report", "ledger",
         "measurement", "orchestrator_state", "performance", "performance_cases", "performance_cases_v1", "platform",
-        "quick_performance", "selection", "stage5_check", "terminal_evidence"])
+        "quick_compare", "quick_performance", "selection", "stage5_check", "terminal_evidence"])
 
 
 @pytest.mark.parametrize("name", schemas.available())

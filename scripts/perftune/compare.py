@@ -390,4 +390,5 @@ def load_quick_compare(op_dir: str | Path, baseline_ref: str, quick_ref: str) ->
     check_quick(man, record["sha256"], base, quick)
     result = build_quick(task=root.resolve().name, manifest=man, baseline=base, quick=quick,
                          quick_samples=_quick_samples(root, quick, path))
+    schemas.validate(result, "quick_compare", folder / QUICK_COMPARE_NAME)
     return result, folder / QUICK_COMPARE_NAME
