@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_script
 from perftune import demo, protocol, schemas
 from perftune.errors import ContractError
 

@@ -271,3 +271,8 @@ def test_human_renderings_edited_by_hand(op, name):
     """performance.log and perf_report.md must be the exact rendering of the recomputed compare."""
     (op / name).write_text((op / name).read_text().replace("r64_c4096_fp32", "r64_c4096_fp32 (100x faster)", 1))
     assert_fails(op, "performance_evidence_invalid", "P4", name)
+
+
+def test_spec_that_is_not_utf8_blocks_the_contract_without_a_traceback(op):
+    (op / "SPEC.md").write_bytes(b"\xff\xfe not utf-8 \x80")
+    assert_fails(op, "stage5_contract_blocked", "P2", "cannot re-derive the P0 cases", code=2)

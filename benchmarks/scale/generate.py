@@ -23,7 +23,6 @@ decimals, so the value ``read_repeat`` re-derives is exactly the one in measurem
 
 from __future__ import annotations
 
-import hashlib
 import shutil
 from dataclasses import dataclass
 from pathlib import Path

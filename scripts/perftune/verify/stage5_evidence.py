@@ -35,8 +35,10 @@ def coverage_problems(op_dir: Path, man: manifest_mod.Manifest) -> list[str]:
     try:
         spec = manifest_mod.parse_spec(spec_path.read_text(encoding="utf-8"), str(spec_path))
         tests = manifest_mod.find_test_functions(test_path.read_text(encoding="utf-8"), str(test_path))
-    except (OSError, PerftuneError) as exc:
-        return [f"cannot re-derive the P0 cases: {getattr(exc, 'line', lambda: exc)()}"]
+    except PerftuneError as exc:
+        return [f"cannot re-derive the P0 cases: {exc.line()}"]
+    except (OSError, UnicodeDecodeError) as exc:
+        return [f"cannot re-derive the P0 cases: {exc}"]
     p0 = {c.id: c for c in spec.cases if c.p0}
     frozen = {c.id: c for c in man.cases}
     out = []
