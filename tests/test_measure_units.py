@@ -53,12 +53,37 @@ def test_executable_sha256_formula(tmp_path):
     assert evidence.executable_sha256(tmp_path, files) == hashlib.sha256("".join(lines).encode()).hexdigest()
 
 
-def test_reserve_round_never_reuses_numbers(tmp_path):
-    first = evidence.reserve_round(tmp_path)
-    second = evidence.reserve_round(tmp_path)
+def _first(name):
+    return {"collection_id": f"compare_x_{name}", "status": "in_progress"}
+
+
+def test_reserve_round_never_reuses_numbers_and_never_leaves_an_unlabelled_folder(tmp_path, monkeypatch):
+    monkeypatch.setattr(evidence.schemas, "validate", lambda *a: None)
+    first, obj = evidence.reserve_round(tmp_path, _first)
+    second, _ = evidence.reserve_round(tmp_path, _first)
     assert (first.name, second.name) == ("round_001", "round_002")
-    (tmp_path / "docs/perf/round_007").mkdir()
-    assert evidence.reserve_round(tmp_path).name == "round_008"
+    assert obj == _first("round_001") == json.loads((first / "collection.json").read_text())
+    (tmp_path / "docs/perf/round_007").mkdir()  # an empty folder left by an old killed reservation
+    (tmp_path / "docs/perf/round_009").mkdir()
+    (tmp_path / "docs/perf/round_009/collection.json").write_text("{}")
+    assert evidence.reserve_round(tmp_path, _first)[0].name == "round_010"
+    assert sorted(p.name for p in (tmp_path / "docs/perf").iterdir()) == [
+        "round_001", "round_002", "round_007", "round_009", "round_010"]
+
+
+def test_reserve_round_skips_a_number_taken_between_listing_and_rename(tmp_path, monkeypatch):
+    monkeypatch.setattr(evidence.schemas, "validate", lambda *a: None)
+    taken = []
+
+    def racing(name):  # another collector fills round_001 while this one stages it
+        if not taken:
+            (tmp_path / "docs/perf/round_001").mkdir()
+            (tmp_path / "docs/perf/round_001/collection.json").write_text("{}")
+            taken.append(name)
+        return _first(name)
+
+    assert evidence.reserve_round(tmp_path, racing)[0].name == "round_002"
+    assert not list((tmp_path / "docs/perf").glob(".*.tmp"))
 
 
 def test_device_env_sets_id_and_removes_visible_devices():

@@ -126,10 +126,10 @@ def _drift(ctx: Context, start: dict[str, Any]) -> str | None:
     return None
 
 
-def _collection_id(mode: str, folder: Path) -> str:
-    """``<mode>_<UTC yyyymmddThhmmssZ>_<folder>``: unique per op dir because the folder is."""
+def _collection_id(mode: str, folder: str) -> str:
+    """``<mode>_<UTC yyyymmddThhmmssZ>_<folder name>``: unique per op dir because the folder is."""
     stamp = evidence.utc_now().replace("-", "").replace(":", "")
-    return f"{mode}_{stamp}_{folder.name}"
+    return f"{mode}_{stamp}_{folder}"
 
 
 def _baseline_drift(ctx: Context, paired: dict[str, Any] | None) -> str | None:
@@ -219,14 +219,16 @@ def run_formal(ctx: Context, *, retry: int = 0, paired_with: Path | None = None,
         run_preflight(ctx, base_spec)
     run_preflight(ctx)
     ident = _identity(ctx)
-    round_dir = evidence.reserve_round(ctx.op_dir)
-    collection = {**_header(ctx, _collection_id("compare", round_dir), ident),
+    revision = evidence.source_revision(ctx.op_dir)
+
+    def first_record(name: str) -> dict[str, Any]:
+        record = {**_header(ctx, _collection_id("compare", name), ident),
                   "mode": "compare", "status": "in_progress", "source_files": ident["source_files"],
-                  "source_revision": evidence.source_revision(ctx.op_dir), "protocol": ctx.protocol.as_dict(),
+                  "source_revision": revision, "protocol": ctx.protocol.as_dict(),
                   "selector": ctx.spec.selector.as_dict(), "case_attempts": {}}
-    if paired:
-        collection["paired"] = paired
-    evidence.write_collection(round_dir, collection)
+        return {**record, "paired": paired} if paired else record
+
+    round_dir, collection = evidence.reserve_round(ctx.op_dir, first_record)
     progress(f"{round_dir.name}: {collection['collection_id']} ({len(ctx.manifest.cases)} cases, "
              f"{ctx.spec.repeats} repeats, backend {ctx.backend.name})")
     try:
@@ -273,12 +275,10 @@ def run_quick(ctx: Context, *, progress: Progress = lambda _line: None) -> dict[
     """A quick screen under ``docs/perf/quick/quick_NNN``; never ranks, never touches rounds."""
     run_preflight(ctx)
     ident = _identity(ctx)
-    quick_dir = evidence.reserve_quick(ctx.op_dir)
-    obj = {**_header(ctx, _collection_id("quick", quick_dir), ident),
-           "mode": "quick", "never_ranks": True, "status": "in_progress",
-           "timing_source_file": ctx.backend.timing_source_file, "cases": []}
+    quick_dir, obj = evidence.reserve_quick(ctx.op_dir, lambda name: {
+        **_header(ctx, _collection_id("quick", name), ident), "mode": "quick", "never_ranks": True,
+        "status": "in_progress", "timing_source_file": ctx.backend.timing_source_file, "cases": []})
     path = quick_dir / protocol.QUICK_NAME
-    _write_quick(path, obj)
     try:
         for case in ctx.manifest.cases:
             raw = quick_dir / evidence.case_dir_name(case.id)

@@ -9,8 +9,11 @@ Layout under ``<op>/docs/perf/``::
     quick/quick_NNN/quick_performance.json            quick mode; never ranks
 
 Decisions DESIGN left open (recorded here):
-- Round numbers are reserved with an atomic ``mkdir`` at max(existing)+1; a failed or killed
-  round keeps its folder, so its number is never reused.
+- Round numbers are reserved at max(existing)+1 by renaming a staged folder that already holds
+  the first record (``collection.json``, status ``in_progress``) onto ``round_NNN``: a round
+  folder never exists without its label, even after a SIGKILL. A failed or killed round keeps
+  its folder, so its number is never reused; a killed reservation leaves at most a hidden
+  ``.round_NNN.<pid>.tmp`` folder that nothing reads.
 - A case that failed and was retried keeps its failed attempt under ``case_<...>/attempt_NN/``;
   only the successful attempt's repeat folders are moved up to ``case_<...>/repeat_NNN``.
 - Aggregation: ``trimmed_mean`` drops one minimum and one maximum when n >= 3 and falls back to
@@ -24,9 +27,13 @@ Decisions DESIGN left open (recorded here):
 from __future__ import annotations
 
 import datetime as _dt
+import errno
 import hashlib
+import os
 import re
+import shutil
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -59,28 +66,51 @@ def case_dir_name(case_id: str) -> str:
     return f"case_{safe}_{hashlib.sha256(case_id.encode('utf-8')).hexdigest()[:8]}"
 
 
-def _reserve(parent: Path, prefix: str) -> Path:
+def _reserve(parent: Path, prefix: str, first: str, record: Callable[[str], dict[str, Any]],
+             schema: str) -> tuple[Path, dict[str, Any]]:
+    """Create the next ``<prefix>NNN`` folder already holding ``first`` = ``record(folder name)``.
+
+    The folder is staged under a hidden name and renamed into place; ``rename`` onto a folder that
+    another process has just filled fails, so two collectors never share a number.
+    """
     parent.mkdir(parents=True, exist_ok=True)
     pattern = re.compile(rf"^{re.escape(prefix)}(\d+)$")
     numbers = [int(m.group(1)) for p in parent.iterdir() if (m := pattern.match(p.name))]
     number = max(numbers, default=0) + 1
     while True:
-        candidate = parent / f"{prefix}{number:0{protocol.ROUND_DIGITS}d}"
-        try:
-            candidate.mkdir()
-            return candidate
-        except FileExistsError:
+        name = f"{prefix}{number:0{protocol.ROUND_DIGITS}d}"
+        target = parent / name
+        if target.exists() and any(target.iterdir()):
             number += 1
+            continue
+        staging = parent / f".{name}.{os.getpid()}.tmp"
+        shutil.rmtree(staging, ignore_errors=True)
+        staging.mkdir()
+        obj = record(name)
+        schemas.validate(obj, schema, target / first)
+        fsio.write_json(staging / first, obj)
+        try:
+            os.rename(staging, target)  # replaces only a missing or empty folder
+        except OSError as exc:
+            shutil.rmtree(staging, ignore_errors=True)
+            if exc.errno not in (errno.EEXIST, errno.ENOTEMPTY, errno.EISDIR):
+                raise
+            number += 1
+            continue
+        fsio.fsync_dir(parent)
+        return target, obj
 
 
-def reserve_round(op_dir: str | Path) -> Path:
-    """Atomically create the next ``docs/perf/round_NNN`` (never reusing a number)."""
-    return _reserve(perf_dir(op_dir), protocol.ROUND_PREFIX)
+def reserve_round(op_dir: str | Path,
+                  collection: Callable[[str], dict[str, Any]]) -> tuple[Path, dict[str, Any]]:
+    """Create the next ``docs/perf/round_NNN`` holding ``collection(name)`` as collection.json."""
+    return _reserve(perf_dir(op_dir), protocol.ROUND_PREFIX, COLLECTION_JSON, collection, "collection")
 
 
-def reserve_quick(op_dir: str | Path) -> Path:
-    """Atomically create the next ``docs/perf/quick/quick_NNN``."""
-    return _reserve(perf_dir(op_dir) / QUICK_DIR, QUICK_PREFIX)
+def reserve_quick(op_dir: str | Path,
+                  quick: Callable[[str], dict[str, Any]]) -> tuple[Path, dict[str, Any]]:
+    """Create the next ``docs/perf/quick/quick_NNN`` holding ``quick(name)`` as quick_performance.json."""
+    return _reserve(perf_dir(op_dir) / QUICK_DIR, QUICK_PREFIX, protocol.QUICK_NAME, quick, "quick_performance")
 
 
 def source_revision(op_dir: str | Path) -> str | None:

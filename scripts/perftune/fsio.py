@@ -30,7 +30,7 @@ def dumps(obj: Any) -> str:
     return json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n"
 
 
-def _fsync_dir(folder: Path) -> None:
+def fsync_dir(folder: Path) -> None:
     with contextlib.suppress(OSError):
         fd = os.open(folder, os.O_RDONLY)
         try:
@@ -69,7 +69,7 @@ def write_bytes(path: str | Path, data: bytes, *, overwrite: bool = True) -> Pat
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
-    _fsync_dir(target.parent)
+    fsync_dir(target.parent)
     return target
 
 
