@@ -23,7 +23,6 @@ import generate  # noqa: E402
 import simulate  # noqa: E402
 from perftune import compare, evidence  # noqa: E402
 
-pytestmark = pytest.mark.xdist_group("benchmarks_smoke")  # one worker builds the module fixture once
 
 
 def test_generated_rounds_load_exactly_as_written(tmp_path):

@@ -15,7 +15,6 @@ from conftest import assert_one_line_error, freeze_example, run_script, tree_dig
 
 from perftune import evidence, schemas, stats
 
-pytestmark = pytest.mark.xdist_group("compare_perf_cli")  # one worker builds the module fixture once
 
 GOLDEN_ARGS = ("--function", "softmax_golden", "--factory", "golden_cases", "--device", "0",
                "--warmup", "1", "--repeats", "3", "--seed", "42", "--backend", "cpu")

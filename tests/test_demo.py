@@ -10,7 +10,6 @@ import pytest
 from perftune import demo, protocol, schemas
 from perftune.errors import ContractError
 
-pytestmark = pytest.mark.xdist_group("demo")  # shares the one demo run with its group
 
 SCHEMA_OF = {"ledger.json": "ledger", "candidates.json": "candidates", "selection.json": "selection",
              "stage5_check.json": "stage5_check", "terminal_evidence.json": "terminal_evidence",

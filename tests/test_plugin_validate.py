@@ -17,7 +17,6 @@ import pytest
 
 from conftest import ROOT
 
-pytestmark = pytest.mark.xdist_group("plugin_validate")  # one worker builds the module fixture once
 
 TOOLS = ROOT / ".tools" / "claude"
 CLI = TOOLS / "node_modules" / ".bin" / "claude"

@@ -26,7 +26,6 @@ import yaml
 from conftest import EXAMPLE, SCRIPTS, assert_one_line_error, run_script, tree_digest
 from perftune import evidence
 
-pytestmark = pytest.mark.xdist_group("bad_inputs")  # one worker builds the module fixture once
 
 CORPUS = Path(__file__).resolve().parent / "bad_inputs"
 CASE_FILES = sorted(CORPUS.glob("*.yaml"))

@@ -16,7 +16,6 @@ import pytest
 from conftest import run_script
 from perftune import schemas
 
-pytestmark = pytest.mark.xdist_group("demo")  # reuses the session's single demo run
 
 V1_MANIFEST = {"schema_version": 1, "cases": [{"id": "a", "shape": "[4,8]", "dtype": "fp16", "test_function": "test_a"}],
                "optimization_target": {"case_ids": ["a"], "selection_mode": "single_p0"}}

@@ -8,7 +8,6 @@ import pytest
 from conftest import EXAMPLE, assert_one_line_error, freeze_example, run_script, tree_digest
 from perftune import schemas
 
-pytestmark = pytest.mark.xdist_group("selection_cli")  # one worker builds the module fixture once
 
 FP64 = "xf = x.astype(np.float64)"
 FP32 = "xf = x.astype(np.float32)"

@@ -16,7 +16,6 @@ import pytest
 from conftest import run_script
 from perftune import evidence
 
-pytestmark = pytest.mark.xdist_group("demo")  # shares the one demo run with its group
 
 TARGET = ["r64_c4096_fp32", "r512_c1024_fp32", "r64_c4096_fp16", "r1024_c256_fp16"]
 

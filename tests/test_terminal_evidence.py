@@ -12,7 +12,6 @@ from conftest import EXAMPLE, ROOT, assert_one_line_error, freeze_example, run_s
 from perftune import protocol, schemas
 from perftune.terminal_evidence import scalar_block
 
-pytestmark = pytest.mark.xdist_group("terminal_evidence")  # one worker builds the module fixture once
 
 
 @pytest.fixture(scope="module")
