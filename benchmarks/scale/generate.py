@@ -23,6 +23,7 @@ decimals, so the value ``read_repeat`` re-derives is exactly the one in measurem
 
 from __future__ import annotations
 
+import json
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,36 +37,9 @@ from perftune.manifest import make_protocol, parse_manifest
 
 TARGET = "pypto_scaleop_kernel_mix_aic_0"
 OP = "scaleop"
-BASE = ["Device_id", "Model Name", "Model ID", "Task ID", "Stream ID", "Infer ID", "Op Name", "OP Type",
-        "OP State", "Task Type", "Task Start Time(us)", "Task Duration(us)", "Task Wait Time(us)",
-        "Block Dim", "Mix Block Dim", "HF32 Eligible", "Input Shapes", "Input Data Types", "Input Formats",
-        "Output Shapes", "Output Data Types", "Output Formats", "Context ID"]
-METRICS = {
-    "PipeUtilization": ["aicore_time(us)", "aic_total_cycles", "aic_mac_time(us)", "aic_mac_ratio",
-                        "aic_scalar_time(us)", "aic_scalar_ratio", "aic_mte1_time(us)", "aic_mte1_ratio",
-                        "aic_mte2_time(us)", "aic_mte2_ratio", "aic_fixpipe_time(us)", "aic_fixpipe_ratio",
-                        "aic_icache_miss_rate", "aiv_time(us)", "aiv_total_cycles", "aiv_vec_time(us)",
-                        "aiv_vec_ratio", "aiv_scalar_time(us)", "aiv_scalar_ratio", "aiv_mte2_time(us)",
-                        "aiv_mte2_ratio", "aiv_mte3_time(us)", "aiv_mte3_ratio", "aiv_icache_miss_rate",
-                        "cube_utilization(%)"],
-    "ArithmeticUtilization": ["aicore_time(us)", "aic_total_cycles", "aic_mac_fp16_ratio", "aic_mac_int8_ratio",
-                              "aic_cube_fops", "aiv_time(us)", "aiv_total_cycles", "aiv_vec_fp32_ratio",
-                              "aiv_vec_fp16_ratio", "aiv_vec_fops"],
-    "Memory": ["aicore_time(us)", "aic_main_mem_read_bw(GB/s)", "aic_main_mem_write_bw(GB/s)",
-               "aic_l1_read_bw(GB/s)", "aic_l1_write_bw(GB/s)", "aiv_time(us)", "aiv_main_mem_read_bw(GB/s)",
-               "aiv_main_mem_write_bw(GB/s)", "aiv_ub_read_bw(GB/s)", "aiv_ub_write_bw(GB/s)"],
-    "MemoryL0": ["aicore_time(us)", "aic_l0a_read_bw(GB/s)", "aic_l0a_write_bw(GB/s)", "aic_l0b_read_bw(GB/s)",
-                 "aic_l0b_write_bw(GB/s)", "aic_l0c_read_bw_cube(GB/s)", "aic_l0c_write_bw_cube(GB/s)"],
-    "MemoryUB": ["aiv_time(us)", "aiv_ub_read_bw_vector(GB/s)", "aiv_ub_write_bw_vector(GB/s)",
-                 "aiv_ub_read_bw_scalar(GB/s)", "aiv_ub_write_bw_scalar(GB/s)"],
-    "L2Cache": ["aicore_time(us)", "aic_read_local_l2_hit", "aic_read_local_l2_miss", "aiv_time(us)",
-                "aiv_read_local_l2_hit", "aiv_read_local_l2_miss", "aiv_write_local_l2_hit"],
-    "ResourceConflictRatio": ["aiv_time(us)", "aiv_vec_bank_cflt_ratio", "aiv_vec_resc_cflt_ratio",
-                              "aiv_vec_total_cflt_ratio"],
-}
-TARGET_PIPE = {"aicore_time(us)": 0.06, "aiv_time(us)": 0.93, "aic_mac_ratio": 0.12, "aic_scalar_ratio": 0.16,
-               "aic_mte1_ratio": 0.04, "aic_mte2_ratio": 0.36, "aic_fixpipe_ratio": 0.08,
-               "aiv_vec_ratio": 0.806, "aiv_scalar_ratio": 0.08, "aiv_mte2_ratio": 0.114, "aiv_mte3_ratio": 0.047}
+LAYOUT = json.loads((Path(__file__).resolve().parents[2] / "tests/fixtures/msprof/op_summary_layout.json")
+                    .read_text(encoding="utf-8"))  # the one recorded msprof layout, shared with fake msprof
+BASE, METRICS, TARGET_PIPE = LAYOUT["base_columns"], LAYOUT["metric_columns"], LAYOUT["target_pipe_ratios"]
 # (Op Name, OP Type, Task Type, duration us, input shapes) of the kernels around the target
 NEIGHBOURS = [("aclnnMatmul_MatMulV3_{i}", "MatMulV3", "AI_CORE", 212.4, "4096,4096;4096,4096"),
               ("aclnnAdd_AddAiCore_Add_{i}", "Add", "AI_VECTOR_CORE", 9.81, "64,4096;64,4096"),
