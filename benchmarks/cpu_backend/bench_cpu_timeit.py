@@ -8,8 +8,9 @@ cost per iteration is calibrated with ``timeit`` first, then one case per target
 measures it: ``scripts/collect_perf.py formal`` (selector preflight, one ``cpu_runner`` process per
 case, GC off inside the timed call, ``perf_counter_ns`` around it). The same function with the same
 argument is timed by ``timeit`` in this process (``autorange`` loop count, ``--repeats`` repeats,
-per-call time: "hot"), and once more one call per repeat right after ``gc.collect()`` ("cold", the
-runner's own protocol). Reported per kernel: medians, ratio cpu-runner / timeit (hot and cold).
+per-call time: "hot"), and once more one call per repeat right after ``gc.collect()`` ("cold": what
+the runner did before every sample until that was found to inflate µs kernels ~30x; kept as a
+reference). Reported per kernel: medians, ratio cpu-runner / timeit (hot and cold).
 ``timer_overhead.py`` (the no-op through the runner's timing shim) gives the per-sample overhead.
 
 usage:
@@ -67,7 +68,7 @@ def write_op(root: Path, sizes: dict[str, int], repeats: int, warmup: int) -> Pa
 
 def timeit_us(op: Path, n: int, repeats: int) -> tuple[list[float], list[float]]:
     """Per-call times (us): hot (``autorange`` loop, the timeit default) and cold (one call per
-    repeat right after ``gc.collect()``, which is what the cpu runner does before each sample)."""
+    repeat right after ``gc.collect()``)."""
     sys.path.insert(0, str(op))
     from busyop_kernel import busy_kernel
     timer = timeit.Timer("k(n)", globals={"k": busy_kernel, "n": n})

@@ -2,9 +2,11 @@
 
 It imports the op's test module, replaces the module global named by the frozen op name (e.g.
 ``softmax_kernel``) with a timing shim and calls the case's ``test_function``: ``--warmup``
-untimed calls, then ``--repeats`` timed calls. ``random``/``numpy`` are seeded with 42 and a full
-``gc.collect()`` runs before every test call (outside the timed region); the shim disables GC
-only around the op call and times it with ``time.perf_counter_ns``. Every test call must call
+untimed calls, then ``--repeats`` timed calls. ``random``/``numpy`` are seeded with 42 before every
+test call. One full ``gc.collect()`` + ``gc.freeze()`` runs before the first call, never between
+calls: a collection right before a sample walks the whole heap and leaves the caches cold, which
+inflated µs-scale kernels up to 30x against ``timeit`` (docs/benchmarks.md §3). The shim disables
+GC only around the op call and times it with ``time.perf_counter_ns``. Every test call must call
 the op exactly once (0 or >=2 calls fails, the cpu twin of msprof's "exactly one matching row").
 Inputs are built by the test outside the op call, so they are never timed.
 
@@ -67,7 +69,6 @@ def _shim(module, op_name: str, source: str) -> tuple[object, "TimingShim"]:
 def _one_call(shim: TimingShim, function, op_name: str, index: int, source: str) -> dict:
     shim.calls, shim.durations_ns = 0, []
     seed_all()
-    gc.collect()
     function()
     if shim.calls != 1:
         raise CheckFailed(source, op_name, f"test call {index + 1} called the op {shim.calls} times",
@@ -75,9 +76,16 @@ def _one_call(shim: TimingShim, function, op_name: str, index: int, source: str)
     return {"duration_ns": shim.durations_ns[0], "calls": shim.calls}
 
 
+def _settle_heap() -> None:
+    """Collect once and move every surviving object out of GC's reach before the first call."""
+    gc.collect()
+    gc.freeze()
+
+
 def time_case(module, function, op_name: str, warmup: int, repeats: int, source: str) -> list[dict]:
     """Run warm-ups then repeats of ``function`` with ``op_name`` shimmed; one sample per repeat."""
     target, shim = _shim(module, op_name, source)
+    _settle_heap()
     try:
         calls = [_one_call(shim, function, op_name, i, source) for i in range(warmup + repeats)]
     finally:
@@ -93,6 +101,7 @@ def time_paired(arms: dict[str, tuple[object, object]], op_name: str, warmup: in
     so slow drift and "always second" effects cancel; the order of every repeat is returned.
     """
     shims = {arm: _shim(module, op_name, f"{source} ({arm})") for arm, (module, _f) in arms.items()}
+    _settle_heap()
     samples: dict[str, list[dict]] = {"baseline": [], "candidate": []}
     order = []
     try:
