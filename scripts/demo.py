@@ -8,7 +8,8 @@ planned closures → per variant (examples/softmax/variants/variants.json): appl
 promotion by the frozen rule, formal + compare + record, close the ledger item → ledger sweep →
 ledger_check → select_best choose → apply the chosen version → final paired formal round →
 compare_perf → select_best confirm → terminal_evidence build → perf_report → stage5_check.
-Prints one progress line per step and a summary (per-case baseline/final time, speed-up with CI
+Prints one progress line per step (on a terminal, measuring steps also draw a per-case progress
+bar) and a summary (per-case baseline/final time, speed-up with CI
 and verdict, chosen version and why, verifier verdict, report path). Step logs: run_NNN/demo_logs/.
 
 usage:
@@ -40,9 +41,10 @@ def build_parser():
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
-    say = (lambda line: print(line, file=sys.stderr, flush=True)) if args.json else \
-        (lambda line: print(line, flush=True))
-    code, result = demo.run_demo(args.workdir, keep=args.keep, progress=say)
+    stream = sys.stderr if args.json else sys.stdout
+    say = lambda line: print(line, file=stream, flush=True)  # noqa: E731
+    code, result = demo.run_demo(args.workdir, keep=args.keep, progress=say,
+                                 bar_stream=stream if stream.isatty() else None)
     if args.json:
         print(fsio.dumps(result), end="")
     else:

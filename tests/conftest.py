@@ -64,7 +64,6 @@ def _shared_root(tmp_path_factory) -> Path:
     return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
 
 
-DEMO_USERS = ("test_demo.py", "test_schemas.py", "test_stage5_adversarial.py")
 _DEMO_JOB = """
 import json, os, subprocess, sys
 demo, workdir, out = sys.argv[1:]
@@ -90,7 +89,8 @@ def _start_demo(root: Path) -> Path:
 
 def pytest_collection_modifyitems(items) -> None:
     """Tests of the demo run last, so the workers have other work while it runs in the background."""
-    items.sort(key=lambda item: item.path.name in DEMO_USERS)
+    late = {item.path for item in items if "demo_delivery" in item.fixturenames}
+    items.sort(key=lambda item: item.path in late)  # whole modules: xdist schedules by module
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -98,7 +98,7 @@ def _demo_in_background(request, tmp_path_factory) -> None:
     """The demo takes ~2 min: start it with the session, while the workers run other tests."""
     if os.environ.get("PERFTUNE_REUSE_DEMO_SUMMARY"):
         return
-    if any(item.path.name in DEMO_USERS for item in request.session.items):
+    if any("demo_delivery" in item.fixturenames for item in request.session.items):
         _start_demo(_shared_root(tmp_path_factory))
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import io
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -86,3 +88,35 @@ def test_prepare_copies_the_example_without_variants_into_a_new_run(tmp_path):
     assert (run1.name, run2.name) == ("run_001", "run_002")
     assert (op1 / "test_softmax.py").is_file() and not (op1 / "variants").exists()
     assert not (op1 / "docs").exists()
+
+
+def test_run_streaming_hands_over_stderr_lines_live_and_keeps_both_streams(tmp_path):
+    code = ("import sys, time\n"
+            "print('{\"ok\": 1}')\n"
+            "for c in ('r64_c4096_fp32', 'r512_c1024_fp32'):\n"
+            "    print(f'  {c}: trimmed_mean 1.0 us', file=sys.stderr, flush=True); time.sleep(0.05)\n"
+            "sys.exit(3)\n")
+    seen = []
+    proc = demo.run_streaming([sys.executable, "-c", code], tmp_path, seen.append)
+    assert proc.returncode == 3 and json.loads(proc.stdout) == {"ok": 1}
+    assert seen == proc.stderr.splitlines(keepends=True) and len(seen) == 2
+
+
+def test_run_streaming_kills_a_step_that_outlives_its_timeout(tmp_path):
+    proc = demo.run_streaming([sys.executable, "-c", "import time; time.sleep(30)"], tmp_path,
+                              lambda _line: None, timeout=0.5)
+    assert proc.returncode != 0 and "step timeout" in proc.stderr
+
+
+def test_case_bar_counts_finished_cases_only_and_erases_itself():
+    stream = io.StringIO()
+    bar = demo.CaseBar(stream, len(demo.CASES))
+    for line in ("round_002: compare_x (4 cases, 10 repeats, backend cpu)\n",
+                 "  r64_c4096_fp32: trimmed_mean 1398.353 us over 10 repeats\n",
+                 "  not_a_case: 1 us\n", "  r64_c4096_fp16: quick median 2.0 us over 10 repeats\n"):
+        bar.update(line)
+    frames = stream.getvalue().split("\r")[1:]
+    assert bar.done == 2 and len(frames) == 2
+    assert "1/4 cases  r64_c4096_fp32" in frames[0] and "[############............] 2/4" in frames[1]
+    bar.close()
+    assert stream.getvalue().endswith("\r" + " " * 79 + "\r")

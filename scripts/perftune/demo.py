@@ -16,11 +16,12 @@ import json
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from . import demo_plan, fsio
 from .errors import CheckFailed, ContractError
@@ -38,6 +39,62 @@ MARKER = ".stage5_demo_run"
 DEFAULT_WORKDIR = ROOT / "demo_work"
 
 
+STEP_TIMEOUT_S = 600
+
+
+class CaseBar:
+    """A one-line bar of finished cases for long steps, redrawn in place on a terminal.
+
+    ``update`` takes one stderr line of ``collect_perf.py`` (it prints ``  <case id>: ...`` when a
+    case is done); ``close`` erases the bar so the step's progress line follows cleanly.
+    """
+
+    WIDTH = 24
+
+    def __init__(self, stream: TextIO, total: int) -> None:
+        self.stream, self.total, self.done = stream, total, 0
+
+    def update(self, line: str) -> None:
+        case = line.strip().split(":", 1)[0]
+        if not line.startswith("  ") or case not in CASES:
+            return
+        self.done = min(self.done + 1, self.total)
+        filled = round(self.WIDTH * self.done / self.total)
+        text = f"     [{'#' * filled}{'.' * (self.WIDTH - filled)}] {self.done}/{self.total} cases  {case}"
+        self.stream.write("\r" + text[:79].ljust(79))
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self.done:
+            self.stream.write("\r" + " " * 79 + "\r")
+            self.stream.flush()
+
+
+def run_streaming(argv: list[str], cwd: Path, on_stderr_line: Callable[[str], None],
+                  timeout: float = STEP_TIMEOUT_S) -> subprocess.CompletedProcess:
+    """``subprocess.run`` with stderr handed over line by line while the process runs."""
+    with subprocess.Popen(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True) as proc:
+        out: list[str] = []
+        reader = threading.Thread(target=lambda: out.append(proc.stdout.read()), daemon=True)
+        reader.start()
+        timed_out: list[bool] = []
+        watchdog = threading.Timer(timeout, lambda: (timed_out.append(True), proc.kill()))
+        watchdog.start()
+        err = []
+        try:
+            for line in proc.stderr:
+                err.append(line)
+                on_stderr_line(line)
+            proc.wait()
+        finally:
+            watchdog.cancel()
+            reader.join()
+    if timed_out:
+        err.append(f"killed after the {timeout:.0f} s step timeout\n")
+    return subprocess.CompletedProcess(argv, proc.returncode, "".join(out), "".join(err))
+
+
 @dataclass
 class Driver:
     """Runs the scripts in order inside one operator directory and remembers the state."""
@@ -45,6 +102,7 @@ class Driver:
     op: Path
     logs: Path
     progress: Callable[[str], None]
+    bar_stream: TextIO | None = None      # a terminal: long steps draw a CaseBar there
     step_no: int = 0
     best: str = "v000"
     rounds: dict[str, dict[str, str]] = field(default_factory=dict)   # version -> {round, collection_id}
@@ -62,7 +120,14 @@ class Driver:
                                 "the demo stops here until that script is delivered")
         argv = [sys.executable, str(path), *map(str, args), *(["--json"] if parse else [])]
         start = time.monotonic()
-        proc = subprocess.run(argv, cwd=self.op, capture_output=True, text=True, timeout=600)
+        if self.bar_stream is not None and script == "collect_perf.py" and args[0] in ("formal", "quick"):
+            bar = CaseBar(self.bar_stream, len(CASES))
+            try:
+                proc = run_streaming(argv, self.op, bar.update)
+            finally:
+                bar.close()
+        else:
+            proc = run_streaming(argv, self.op, lambda _line: None)
         took = time.monotonic() - start
         log = self.logs / f"{self.step_no:02d}_{script.removesuffix('.py')}.log"
         fsio.write_text(log, f"argv: {argv}\nreturncode: {proc.returncode}\n--- stdout\n{proc.stdout}\n"
@@ -211,7 +276,9 @@ def experiment(d: Driver, exp: demo_plan.Experiment, closed: dict[str, list[str]
         d.best = exp.version_id
     else:
         d.apply(parent)
-    return f"{status}{f' ({reason})' if reason else ''} vs {parent}, suite {perf['suite'].get('mean_case_speedup')}"
+    suite = perf["suite"].get("mean_case_speedup")
+    shown = "n/a" if suite is None else f"{suite:.3f}"
+    return f"{status}{f' ({reason})' if reason else ''} vs {parent}, suite mean speed-up {shown}"
 
 
 def derive_bottleneck(d: Driver, exp: demo_plan.Experiment) -> None:
@@ -275,16 +342,18 @@ def finish(d: Driver, plan: demo_plan.Plan) -> tuple[int, dict[str, Any]]:
 
 
 def run_demo(workdir: str | Path | None = None, *, keep: bool = False,
-             progress: Callable[[str], None] = print) -> tuple[int, dict[str, Any]]:
+             progress: Callable[[str], None] = print,
+             bar_stream: TextIO | None = None) -> tuple[int, dict[str, Any]]:
     """The whole demo in a new ``run_NNN`` under ``workdir``; returns (stage5_check exit code, summary).
 
-    Earlier demo runs in ``workdir`` are removed after a completed run unless ``keep``.
+    Earlier demo runs in ``workdir`` are removed after a completed run unless ``keep``. With a
+    ``bar_stream`` (a terminal), measuring steps draw a per-case progress bar on it.
     """
     plan = demo_plan.parse_plan(fsio.read_json(EXAMPLE / "variants" / "variants.json", what="variants.json"),
                                 "variants.json")
     base = Path(workdir) if workdir else DEFAULT_WORKDIR
     run, op = prepare(base)
-    d = Driver(op, run / "demo_logs", progress, sources={"v000": EXAMPLE / TEST_FILE})
+    d = Driver(op, run / "demo_logs", progress, bar_stream, sources={"v000": EXAMPLE / TEST_FILE})
     start = time.monotonic()
     progress(f"demo: operator copied to {op} (step logs in {d.logs})")
     baseline_run = setup(d)
