@@ -66,9 +66,11 @@ def test_reserve_round_never_reuses_numbers_and_never_leaves_an_unlabelled_folde
     (tmp_path / "docs/perf/round_007").mkdir()  # an empty folder left by an old killed reservation
     (tmp_path / "docs/perf/round_009").mkdir()
     (tmp_path / "docs/perf/round_009/collection.json").write_text("{}")
-    assert evidence.reserve_round(tmp_path, _first)[0].name == "round_010"
+    (tmp_path / "docs/perf/round_010").write_text("a file, not a round")
+    (tmp_path / "docs/perf/round_011").symlink_to(tmp_path)
+    assert evidence.reserve_round(tmp_path, _first)[0].name == "round_012"
     assert sorted(p.name for p in (tmp_path / "docs/perf").iterdir()) == [
-        "round_001", "round_002", "round_007", "round_009", "round_010"]
+        "round_001", "round_002", "round_007", "round_009", "round_010", "round_011", "round_012"]
 
 
 def test_reserve_round_skips_a_number_taken_between_listing_and_rename(tmp_path, monkeypatch):

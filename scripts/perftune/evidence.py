@@ -80,7 +80,7 @@ def _reserve(parent: Path, prefix: str, first: str, record: Callable[[str], dict
     while True:
         name = f"{prefix}{number:0{protocol.ROUND_DIGITS}d}"
         target = parent / name
-        if target.exists() and any(target.iterdir()):
+        if target.is_symlink() or (target.exists() and (not target.is_dir() or any(target.iterdir()))):
             number += 1
             continue
         staging = parent / f".{name}.{os.getpid()}.tmp"
@@ -93,7 +93,7 @@ def _reserve(parent: Path, prefix: str, first: str, record: Callable[[str], dict
             os.rename(staging, target)  # replaces only a missing or empty folder
         except OSError as exc:
             shutil.rmtree(staging, ignore_errors=True)
-            if exc.errno not in (errno.EEXIST, errno.ENOTEMPTY, errno.EISDIR):
+            if exc.errno not in (errno.EEXIST, errno.ENOTEMPTY, errno.EISDIR, errno.ENOTDIR):
                 raise
             number += 1
             continue
