@@ -195,8 +195,13 @@ def test_killed_collector_leaves_parseable_incomplete_round(op_dir):
     assert collection["status"] == "in_progress"
     with pytest.raises(ContractError, match="not complete"):
         evidence.load_round(op_dir, "round_001")
-    assert formal(op_dir).returncode == 0
+    proc = formal(op_dir)
+    assert proc.returncode == 0, proc.stderr
     assert json.loads((op_dir / "docs/perf/round_002/collection.json").read_text())["status"] == "complete"
+    killed = json.loads((round_dir / "collection.json").read_text())
+    assert killed["status"] == "failed" and killed["failure"] == evidence.ABANDONED  # found by the next run
+    assert "round_001: its collector is gone" in proc.stdout + proc.stderr
+    assert not list((op_dir / "docs/perf").glob(".*"))  # no lock or staging leftovers
 
 
 def test_paired_round_interleaves_and_records_both_hashes(op_dir):

@@ -59,8 +59,8 @@ def _first(name):
 
 def test_reserve_round_never_reuses_numbers_and_never_leaves_an_unlabelled_folder(tmp_path, monkeypatch):
     monkeypatch.setattr(evidence.schemas, "validate", lambda *a: None)
-    first, obj = evidence.reserve_round(tmp_path, _first)
-    second, _ = evidence.reserve_round(tmp_path, _first)
+    first, obj, lock1 = evidence.reserve_round(tmp_path, _first)
+    second, _, lock2 = evidence.reserve_round(tmp_path, _first)
     assert (first.name, second.name) == ("round_001", "round_002")
     assert obj == _first("round_001") == json.loads((first / "collection.json").read_text())
     (tmp_path / "docs/perf/round_007").mkdir()  # an empty folder left by an old killed reservation
@@ -69,8 +69,30 @@ def test_reserve_round_never_reuses_numbers_and_never_leaves_an_unlabelled_folde
     (tmp_path / "docs/perf/round_010").write_text("a file, not a round")
     (tmp_path / "docs/perf/round_011").symlink_to(tmp_path)
     assert evidence.reserve_round(tmp_path, _first)[0].name == "round_012"
-    assert sorted(p.name for p in (tmp_path / "docs/perf").iterdir()) == [
+    assert sorted(p.name for p in (tmp_path / "docs/perf").iterdir() if not p.name.startswith(".")) == [
         "round_001", "round_002", "round_007", "round_009", "round_010", "round_011", "round_012"]
+    assert evidence.collector_lock_path(first).exists() and not evidence.collector_lock_path(
+        tmp_path / "docs/perf/round_009").exists()  # held by this collector / stale ones removed
+    lock1.release(unlink=True)
+    lock2.release(unlink=True)
+
+
+def test_an_in_progress_round_is_marked_abandoned_only_when_its_collector_lock_is_free(tmp_path, monkeypatch):
+    monkeypatch.setattr(evidence.schemas, "validate", lambda *a: None)
+    live, _, live_lock = evidence.reserve_round(tmp_path, _first)      # a collector still running
+    dead, _, dead_lock = evidence.reserve_round(tmp_path, _first)
+    dead_lock.release()                                                # its process died: lock dropped
+    done, obj, done_lock = evidence.reserve_round(tmp_path, _first)
+    (done / "collection.json").write_text(json.dumps({**obj, "status": "complete"}))
+    done_lock.release(unlink=True)
+    assert evidence.mark_abandoned(tmp_path) == [dead.name]
+    status = {p.name: json.loads((p / "collection.json").read_text()) for p in (live, dead, done)}
+    assert status[live.name]["status"] == "in_progress" and status[done.name]["status"] == "complete"
+    assert status[dead.name]["status"] == "failed" and status[dead.name]["failure"] == evidence.ABANDONED
+    assert evidence.mark_abandoned(tmp_path) == []                     # idempotent
+    assert not evidence.collector_lock_path(dead).exists() and evidence.collector_lock_path(live).exists()
+    live_lock.release(unlink=True)
+    assert not list((tmp_path / "docs/perf").glob(".*"))
 
 
 def test_reserve_round_skips_a_number_taken_between_listing_and_rename(tmp_path, monkeypatch):
@@ -86,6 +108,7 @@ def test_reserve_round_skips_a_number_taken_between_listing_and_rename(tmp_path,
 
     assert evidence.reserve_round(tmp_path, racing)[0].name == "round_002"
     assert not list((tmp_path / "docs/perf").glob(".*.tmp"))
+    assert not evidence.collector_lock_path(tmp_path / "docs/perf/round_001").exists()  # released on retry
 
 
 def test_device_env_sets_id_and_removes_visible_devices():

@@ -228,7 +228,16 @@ def run_formal(ctx: Context, *, retry: int = 0, paired_with: Path | None = None,
                   "selector": ctx.spec.selector.as_dict(), "case_attempts": {}}
         return {**record, "paired": paired} if paired else record
 
-    round_dir, collection = evidence.reserve_round(ctx.op_dir, first_record)
+    for name in evidence.mark_abandoned(ctx.op_dir):
+        progress(f"{name}: its collector is gone (killed or crashed); marked failed (abandoned)")
+    round_dir, collection, lock = evidence.reserve_round(ctx.op_dir, first_record)
+    try:
+        return _collect_round(ctx, round_dir, collection, retry, base_spec, paired, ident, progress)
+    finally:
+        lock.release(unlink=True)
+
+
+def _collect_round(ctx, round_dir, collection, retry, base_spec, paired, ident, progress) -> dict[str, Any]:
     progress(f"{round_dir.name}: {collection['collection_id']} ({len(ctx.manifest.cases)} cases, "
              f"{ctx.spec.repeats} repeats, backend {ctx.backend.name})")
     try:

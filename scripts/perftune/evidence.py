@@ -26,8 +26,10 @@ Decisions DESIGN left open (recorded here):
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import errno
+import fcntl
 import hashlib
 import os
 import re
@@ -66,12 +68,49 @@ def case_dir_name(case_id: str) -> str:
     return f"case_{safe}_{hashlib.sha256(case_id.encode('utf-8')).hexdigest()[:8]}"
 
 
+class CollectorLock:
+    """An exclusive ``flock`` on ``docs/perf/.<round>.collecting``, held while a round is collected.
+
+    The kernel drops it when the collector dies, however it dies: a later collection that can take
+    it on an ``in_progress`` round knows nobody is collecting that round any more.
+    """
+
+    def __init__(self, path: Path, fd: int) -> None:
+        self.path, self.fd = path, fd
+
+    @classmethod
+    def try_take(cls, path: Path) -> "CollectorLock | None":
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            os.close(fd)
+            if exc.errno in (errno.EAGAIN, errno.EACCES):
+                return None
+            raise
+        return cls(path, fd)
+
+    def release(self, *, unlink: bool = False) -> None:
+        if self.fd < 0:
+            return
+        if unlink:
+            with contextlib.suppress(OSError):
+                self.path.unlink()
+        os.close(self.fd)  # closing drops the flock
+        self.fd = -1
+
+
+def collector_lock_path(round_dir: Path) -> Path:
+    return round_dir.parent / f".{round_dir.name}.collecting"
+
+
 def _reserve(parent: Path, prefix: str, first: str, record: Callable[[str], dict[str, Any]],
-             schema: str) -> tuple[Path, dict[str, Any]]:
+             schema: str, *, locked: bool = False) -> tuple[Path, dict[str, Any], CollectorLock | None]:
     """Create the next ``<prefix>NNN`` folder already holding ``first`` = ``record(folder name)``.
 
     The folder is staged under a hidden name and renamed into place; ``rename`` onto a folder that
-    another process has just filled fails, so two collectors never share a number.
+    another process has just filled fails, so two collectors never share a number. With ``locked``
+    the number's :class:`CollectorLock` is taken before the rename and returned, held.
     """
     parent.mkdir(parents=True, exist_ok=True)
     pattern = re.compile(rf"^{re.escape(prefix)}(\d+)$")
@@ -80,7 +119,11 @@ def _reserve(parent: Path, prefix: str, first: str, record: Callable[[str], dict
     while True:
         name = f"{prefix}{number:0{protocol.ROUND_DIGITS}d}"
         target = parent / name
-        if target.is_symlink() or (target.exists() and (not target.is_dir() or any(target.iterdir()))):
+        lock = CollectorLock.try_take(collector_lock_path(target)) if locked else None
+        taken = locked and lock is None
+        if taken or target.is_symlink() or (target.exists() and (not target.is_dir() or any(target.iterdir()))):
+            if lock:  # held, so the number's owner (if any) is done: the file is stale
+                lock.release(unlink=True)
             number += 1
             continue
         staging = parent / f".{name}.{os.getpid()}.tmp"
@@ -93,24 +136,63 @@ def _reserve(parent: Path, prefix: str, first: str, record: Callable[[str], dict
             os.rename(staging, target)  # replaces only a missing or empty folder
         except OSError as exc:
             shutil.rmtree(staging, ignore_errors=True)
+            if lock:  # held, so the number's owner (if any) is done: the file is stale
+                lock.release(unlink=True)
             if exc.errno not in (errno.EEXIST, errno.ENOTEMPTY, errno.EISDIR, errno.ENOTDIR):
                 raise
             number += 1
             continue
         fsio.fsync_dir(parent)
-        return target, obj
+        return target, obj, lock
 
 
-def reserve_round(op_dir: str | Path,
-                  collection: Callable[[str], dict[str, Any]]) -> tuple[Path, dict[str, Any]]:
-    """Create the next ``docs/perf/round_NNN`` holding ``collection(name)`` as collection.json."""
-    return _reserve(perf_dir(op_dir), protocol.ROUND_PREFIX, COLLECTION_JSON, collection, "collection")
+def reserve_round(op_dir: str | Path, collection: Callable[[str], dict[str, Any]]
+                  ) -> tuple[Path, dict[str, Any], CollectorLock]:
+    """Create the next ``docs/perf/round_NNN`` holding ``collection(name)`` as collection.json.
+
+    Returns the folder, the record and the round's :class:`CollectorLock`, held: release it (with
+    ``unlink=True``) after the final ``collection.json`` is written.
+    """
+    target, obj, lock = _reserve(perf_dir(op_dir), protocol.ROUND_PREFIX, COLLECTION_JSON, collection,
+                                 "collection", locked=True)
+    assert lock is not None
+    return target, obj, lock
+
+
+ABANDONED = ("abandoned: its collector ended without finishing the round (killed or crashed); "
+             "marked by a later collection")
+
+
+def mark_abandoned(op_dir: str | Path) -> list[str]:
+    """Mark every ``in_progress`` round whose :class:`CollectorLock` is free ``failed`` (ABANDONED).
+
+    The status is re-read under the lock, so a round finished meanwhile is left alone; a round
+    whose collector is alive (lock held) is never touched. Returns the names marked.
+    """
+    marked = []
+    for row in list_rounds(op_dir):
+        if row["status"] != "in_progress":
+            continue
+        lock = CollectorLock.try_take(collector_lock_path(row["path"]))
+        if lock is None:
+            continue
+        try:
+            obj = fsio.read_json(row["path"] / COLLECTION_JSON, what="collection.json")
+            if isinstance(obj, dict) and obj.get("status") == "in_progress":
+                obj.update(status="failed", failure=ABANDONED, completed_at=utc_now())
+                write_collection(row["path"], obj)
+                marked.append(row["name"])
+        finally:
+            lock.release(unlink=True)
+    return marked
 
 
 def reserve_quick(op_dir: str | Path,
                   quick: Callable[[str], dict[str, Any]]) -> tuple[Path, dict[str, Any]]:
     """Create the next ``docs/perf/quick/quick_NNN`` holding ``quick(name)`` as quick_performance.json."""
-    return _reserve(perf_dir(op_dir) / QUICK_DIR, QUICK_PREFIX, protocol.QUICK_NAME, quick, "quick_performance")
+    folder, obj, _ = _reserve(perf_dir(op_dir) / QUICK_DIR, QUICK_PREFIX, protocol.QUICK_NAME, quick,
+                              "quick_performance")
+    return folder, obj
 
 
 def source_revision(op_dir: str | Path) -> str | None:
