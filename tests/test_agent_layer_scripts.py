@@ -106,8 +106,9 @@ def help_text(script: str, *sub: str) -> str:
 
 
 def subcommands(help_out: str) -> set[str]:
+    """The sub-parser choices: a ``{a,b}`` positional in the usage line (option choices follow a flag)."""
     usage = help_out.split("\n\n", 1)[0]
-    match = re.search(r"\{([A-Za-z0-9_,-]+)\}", usage)
+    match = re.search(r"(?:^usage: \S+|\])\s+\{([A-Za-z0-9_,-]+)\}", usage)
     return set(match.group(1).split(",")) if match else set()
 
 
@@ -152,3 +153,52 @@ def test_extractor_reads_continuations_placeholders_and_quotes():
     assert extract(text) == [("ledger.py", "sweep", ("--op-dir", "--scope", "--examined")),
                              ("orchestrator_state.py", PLACEHOLDER, ("--op-dir", "--actor")),
                              ("docs_search.py", None, ("--json",))]
+
+
+REAL_SCRIPTS = sorted(p.name for p in SCRIPTS.glob("*.py"))
+DOC_INVOCATION = re.compile(rf"(?<![\w/.-])(?:scripts/([A-Za-z0-9_]+\.py)|({'|'.join(map(re.escape, REAL_SCRIPTS))}))"
+                            r"([^`\n|;]*)")
+
+
+def doc_invocations() -> list[tuple[str, str, tuple[str, ...]]]:
+    """(where, script, tokens) for every ``scripts/<x>.py ...`` in a code span or block of the docs a
+    user copies commands from: the READMEs and docs/*.md."""
+    found = []
+    for path in sorted([*ROOT.glob("README*.md"), *(ROOT / "docs").glob("*.md")]):
+        text = re.sub(r"\\\n\s*", " ", path.read_text(encoding="utf-8"))
+        code = re.findall(r"```[a-z]*\n(.*?)```", text, flags=re.S) + re.findall(r"`([^`\n]+)`", text)
+        for span in code:
+            for prefixed, bare, rest in DOC_INVOCATION.findall(span):
+                try:
+                    tokens = shlex.split(rest)
+                except ValueError:
+                    tokens = rest.split()
+                tokens = tuple(t.strip("[]") for t in tokens if t.strip("[]"))
+                found.append((path.relative_to(ROOT).as_posix(), prefixed or bare, tokens))
+    return found
+
+
+DOC_INVOCATIONS = doc_invocations()
+
+
+def test_docs_show_commands():
+    assert len(DOC_INVOCATIONS) >= 30 and {w for w, _, _ in DOC_INVOCATIONS} >= {"README.md", "README.zh-CN.md"}
+
+
+@pytest.mark.parametrize("where,script,tokens", DOC_INVOCATIONS,
+                         ids=[f"{w}:{s}:{' '.join(t)[:40]}" for w, s, t in DOC_INVOCATIONS])
+def test_doc_invocation_names_a_real_script_subcommand_and_flags(where, script, tokens):
+    assert (SCRIPTS / script).is_file(), f"{where}: scripts/{script} does not exist"
+    top = help_text(script)
+    subs = subcommands(top)
+    words = [t for t in tokens if not t.startswith("-")]
+    if subs and words and not words[0].startswith(("<", "[")) and tokens[0] == words[0]:
+        named = words[0].split("/")  # `select_best.py record/choose/confirm` names three
+        assert set(named) <= subs, f"{where}: {script} has no sub-command {words[0]!r} ({sorted(subs)})"
+        accepted = set.intersection(*(option_flags(help_text(script, n)) for n in named))
+    elif subs:
+        accepted = set.union(*(option_flags(help_text(script, s)) for s in subs)) | option_flags(top)
+    else:
+        accepted = option_flags(top)
+    flags = {t.split("=", 1)[0] for t in tokens if re.fullmatch(r"--[a-z0-9][a-z0-9-]*(=.*)?", t)}
+    assert flags <= accepted | {"--help"}, f"{where}: {script} does not take {sorted(flags - accepted)}"
