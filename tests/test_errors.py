@@ -1,5 +1,8 @@
 """errors: exit categories, the one-line format and primary-category priority."""
 
+import errno
+import os
+
 import pytest
 
 from perftune import errors
@@ -48,3 +51,14 @@ def test_primary_category(present, stage5, expected):
 def test_unknown_category_is_refused():
     with pytest.raises(ValueError):
         errors.primary_category(["made_up"])
+
+
+@pytest.mark.parametrize("code,exit_code", [(errno.ENOSPC, 3), (errno.EACCES, 3), (errno.EROFS, 3),
+                                            (errno.ENOTDIR, 2), (errno.EEXIST, 2)])
+def test_an_unhandled_os_error_is_one_line_with_the_path_and_the_right_exit_code(capsys, code, exit_code):
+    def main(_argv):
+        raise OSError(code, os.strerror(code), "/op/docs/perf/round_001")
+
+    assert errors.run_cli(main, []) == exit_code
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: /op/docs/perf/round_001: -: " + os.strerror(code))

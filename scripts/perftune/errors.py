@@ -8,6 +8,7 @@ Exit codes (DESIGN §5): 0 success/PASS, 1 a check ran and failed, 2 usage or co
 
 from __future__ import annotations
 
+import errno
 import sys
 from collections.abc import Callable, Sequence
 
@@ -102,3 +103,22 @@ def run_cli(main: Callable[[Sequence[str] | None], int], argv: Sequence[str] | N
     except KeyboardInterrupt:
         print("error: -: -: interrupted (re-run the command)", file=sys.stderr)
         return 130
+    except OSError as exc:  # a filesystem refusal that no module turned into a PerftuneError
+        error = os_error(exc)
+        print(f"error: {error.line()}", file=sys.stderr)
+        return error.exit_code
+
+
+# The machine refuses (permissions, space, read-only or failing storage, no locks): environment.
+ENV_ERRNOS = frozenset({errno.EACCES, errno.EPERM, errno.ENOSPC, errno.EROFS, errno.EDQUOT, errno.EIO,
+                        errno.ENOLCK, errno.EMFILE, errno.ENFILE})
+
+
+def os_error(exc: OSError) -> PerftuneError:
+    """One-line error for an ``OSError``: exit 3 when the machine refuses (``ENV_ERRNOS``), else
+    exit 2 (a path that is not what it must be, e.g. a file where a folder belongs)."""
+    where = exc.filename if exc.filename is not None else "-"
+    problem = exc.strerror or type(exc).__name__
+    if exc.errno in ENV_ERRNOS:
+        return EnvError(where, "-", problem, "check permissions, free space and the file system")
+    return ContractError(where, "-", problem, "fix or remove what is at this path")
