@@ -3,14 +3,15 @@
 
 `record` appends a version with a valid formal round to docs/perf/candidates.json (immutable
 evaluation_order, code hash + saved copy, items, correctness run, compliance) and refuses quick
-results, rounds of other code and duplicate ids. `choose` recomputes every score and CI against
+results, rounds of other code, duplicate ids and the same code recorded twice (a re-measurement of a
+version names it with --supersedes; choose then ranks only the newest entry). `choose` recomputes every score and CI against
 the frozen baseline from the raw rounds on disk, builds the tie set around the raw top score and
 picks the smallest evaluation_order; writes docs/perf/selection.json (byte-identical on re-run).
 `confirm` checks an independent final round of the chosen version against its ranking data.
 
 usage:
   select_best.py record --op-dir DIR --version-id ID --round ROUND --correctness RUN_ID
-                        [--items ID ...] [--compliance TEXT] [--json]
+                        [--items ID ...] [--compliance TEXT] [--supersedes VERSION_ID] [--json]
   select_best.py choose --op-dir DIR [--json]
   select_best.py confirm --op-dir DIR --final-round ROUND [--json]
 
@@ -40,6 +41,8 @@ def build_parser():
     rec.add_argument("--items", nargs="*", default=[], help="ledger item ids this version implements")
     rec.add_argument("--correctness", required=True, help="run id from check_correctness.py on this code")
     rec.add_argument("--compliance", help="compliance evidence, e.g. 'stage4_gates.py: PASS'")
+    rec.add_argument("--supersedes", metavar="VERSION_ID", help="this is a re-measurement (a newer formal "
+                     "round) of that version's code; choose ranks only the newest")
     sub.add_parser("choose", help="recompute the ranking and write selection.json")
     conf = sub.add_parser("confirm", help="compare an independent final round with the ranking data")
     conf.add_argument("--final-round", required=True, help="final formal round of the chosen version")
@@ -53,7 +56,8 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "record":
         out = candidates.record(args.op_dir, version_id=args.version_id, round_ref=args.round, items=args.items,
-                                correctness_id=args.correctness, compliance=args.compliance, at=evidence.utc_now())
+                                correctness_id=args.correctness, compliance=args.compliance, at=evidence.utc_now(),
+                                supersedes=args.supersedes)
         text, code = f"recorded {out['version_id']} (evaluation_order {out['evaluation_order']}, " \
                      f"{out['formal_collection_id']}, kb_gaps_open={out['kb_gaps_open']})", 0
     elif args.command == "choose":

@@ -161,3 +161,24 @@ def test_confirm_compares_an_independent_final_round(work):
                           2, "ranking round itself")
     assert_one_line_error(run_script("select_best.py", "confirm", "--op-dir", op, "--final-round", "round_001"),
                           2, "measured other code")
+
+
+def test_the_same_code_is_recorded_once_and_a_re_measurement_supersedes_it(work):
+    op, runs = work  # the current code is v1 and round_003 is a newer formal round of it
+    args = ("record", "--op-dir", op, "--round", "round_003", "--correctness", runs["v1"], "--compliance", "PASS")
+    before = tree_digest(op)
+    assert_one_line_error(run_script("select_best.py", *args, "--version-id", "v1-again", "--items", "general-18"),
+                          2, "already recorded as 'v1'", "--supersedes v1")
+    assert_one_line_error(run_script("select_best.py", *args, "--version-id", "v1b", "--supersedes", "v0"),
+                          2, "--supersedes", "other code")
+    assert_one_line_error(run_script("select_best.py", *args, "--version-id", "v1b", "--supersedes", "nope"),
+                          2, "no recorded version 'nope'")
+    assert tree_digest(op) == before
+    ok("select_best.py", *args, "--version-id", "v1b", "--supersedes", "v1")
+    register = json.loads((op / "docs/perf/candidates.json").read_text())
+    schemas.validate(register, "candidates")
+    assert register["candidates"][-1]["supersedes"] == "v1" and register["candidates"][-1]["items"] == ["general-18"]
+    chosen = json.loads(ok("select_best.py", "choose", "--op-dir", op, "--json").stdout)
+    rows = {r["version_id"]: r for r in chosen["candidates"]}
+    assert not rows["v1"]["eligible"] and "superseded by v1b" in rows["v1"]["ineligible_reason"]
+    assert rows["v1b"]["eligible"] and chosen["chosen"] in ("v0", "v1b")

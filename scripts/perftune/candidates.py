@@ -110,9 +110,39 @@ def _refusals(register: dict, man: manifest.Manifest, rnd: Any, version_id: str,
         raise ContractError(src, "--round", "round was collected under another manifest", "re-collect the round")
 
 
+def superseded(register: dict) -> dict[str, str]:
+    """``{version_id: the id of the re-measurement that replaces it}``."""
+    return {c["supersedes"]: c["version_id"] for c in register["candidates"] if c.get("supersedes")}
+
+
+def _same_code(register: dict, sha: str, supersedes: str | None) -> None:
+    """One live entry per code: recording the same code twice would let ``choose`` keep the more
+    flattering round; a re-measurement names the entry it replaces (``--supersedes``)."""
+    src, gone = "select_best.py record", superseded(register)
+    live = [c["version_id"] for c in register["candidates"] if c["executable_sha256"] == sha and c["version_id"] not in gone]
+    if supersedes is None:
+        if live:
+            raise ContractError(src, "--version-id", f"this code is already recorded as {live[-1]!r}",
+                                f"a re-measurement of it uses --supersedes {live[-1]}")
+        return
+    by_id = {c["version_id"]: c for c in register["candidates"]}
+    if supersedes not in by_id:
+        raise ContractError(src, "--supersedes", f"no recorded version {supersedes!r}", "name a recorded version id")
+    if supersedes in gone:
+        raise ContractError(src, "--supersedes", f"{supersedes!r} is already superseded by {gone[supersedes]!r}",
+                            f"supersede {gone[supersedes]} instead")
+    if by_id[supersedes]["executable_sha256"] != sha:
+        raise ContractError(src, "--supersedes", f"{supersedes!r} is other code than the current sources",
+                            "a re-measurement is of the same code; record changed code as a new version")
+
+
 def record(op_dir: str | Path, *, version_id: str, round_ref: str, items: list[str], correctness_id: str,
-           compliance: str | None, at: str) -> dict[str, Any]:
-    """Append a version to candidates.json (under the lock); returns the new entry."""
+           compliance: str | None, at: str, supersedes: str | None = None) -> dict[str, Any]:
+    """Append a version to candidates.json (under the lock); returns the new entry.
+
+    With ``supersedes`` the entry is a re-measurement (a newer formal round) of that version's
+    code: it inherits its ledger items when none are given, and ``choose`` ranks only the newest.
+    """
     root = Path(op_dir)
     if _is_quick(root, round_ref):
         raise ContractError(round_ref, "--round", "is a quick result; quick results never rank",
@@ -132,9 +162,12 @@ def record(op_dir: str | Path, *, version_id: str, round_ref: str, items: list[s
     with fsio.file_lock(path):
         register = load_candidates(root, required=False)
         _refusals(register, man, rnd, version_id, sha, root)
-        if register["candidates"] and not items:
+        if register["candidates"] and not items and not supersedes:
             raise ContractError("select_best.py record", "--items", "a non-baseline version links no ledger item",
                                 "name the item ids this version implements")
+        _same_code(register, sha, supersedes)
+        if supersedes and not items:
+            items = next(c["items"] for c in register["candidates"] if c["version_id"] == supersedes)
         entry = {
             "version_id": version_id, "evaluation_order": len(register["candidates"]),
             "executable_sha256": sha, "source_files": files, "saved_copy": _save_copy(root, version_id, files),
@@ -142,7 +175,7 @@ def record(op_dir: str | Path, *, version_id: str, round_ref: str, items: list[s
             "compliance": compliance or None, "formal_collection_id": rnd.collection_id, "round": rnd.path.name,
             "kb_gaps_open": any(i["status"] not in protocol.KB_TERMINAL_STATUSES for i in led["items"]
                                 if i["source_kind"] == "kb_selected"),
-            "recorded_at": at}
+            "recorded_at": at, **({"supersedes": supersedes} if supersedes else {})}
         register["candidates"].append(entry)
         schemas.validate(register, "candidates", path)
         fsio.write_json(path, register)
@@ -181,9 +214,11 @@ def rank(op_dir: str | Path) -> dict[str, Any]:
     register = load_candidates(root)
     if not register["candidates"]:
         raise ContractError(paths(root)[0], "candidates", "is empty", "record the baseline first")
-    rounds, entries = {}, []
+    rounds, entries, gone = {}, [], superseded(register)
     for cand in register["candidates"]:
         samples, problem = _evidence(root, cand)
+        if cand["version_id"] in gone:
+            problem = "; ".join(filter(None, [f"superseded by {gone[cand['version_id']]} (re-measured)", problem]))
         if samples is not None:
             rounds[cand["version_id"]] = samples
         entries.append(selection.Entry(cand["version_id"], cand["evaluation_order"], problem))

@@ -163,6 +163,7 @@ def confirm(ranking_samples: Mapping[str, Sequence[float]], final_samples: Mappi
     consistent = _tied(ratio, ci and tuple(ci), delta)
     return {"ranking_score": rows["ranking"]["score"], "final_score": rows["final"]["score"], "ratio": ratio,
             "ratio_ci": ci, "delta": delta, "consistent": consistent,
-            "action": "none" if consistent else "re-measure the affected candidates with the same protocol and "
-                                                "select again; never cherry-pick a favourable round"}
+            "action": "none" if consistent else "re-measure the affected candidates with the same protocol "
+                                                "(formal round, then select_best.py record --supersedes <version>) "
+                                                "and choose again; never cherry-pick a favourable round"}
 
