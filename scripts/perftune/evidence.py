@@ -29,7 +29,6 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import errno
-import fcntl
 import hashlib
 import os
 import re
@@ -80,15 +79,8 @@ class CollectorLock:
 
     @classmethod
     def try_take(cls, path: Path) -> "CollectorLock | None":
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as exc:
-            os.close(fd)
-            if exc.errno in (errno.EAGAIN, errno.EACCES):
-                return None
-            raise
-        return cls(path, fd)
+        fd = fsio.try_lock(path)
+        return None if fd is None else cls(path, fd)
 
     def release(self, *, unlink: bool = False) -> None:
         if self.fd < 0:
@@ -102,6 +94,13 @@ class CollectorLock:
 
 def collector_lock_path(round_dir: Path) -> Path:
     return round_dir.parent / f".{round_dir.name}.collecting"
+
+
+def _drop(lock: CollectorLock | None) -> None:
+    """Release a lock taken on a number this reservation will not use; holding it proved that the
+    number's owner, if any, is gone, so its lock file is stale."""
+    if lock:
+        lock.release(unlink=True)
 
 
 def _reserve(parent: Path, prefix: str, first: str, record: Callable[[str], dict[str, Any]],
@@ -122,8 +121,7 @@ def _reserve(parent: Path, prefix: str, first: str, record: Callable[[str], dict
         lock = CollectorLock.try_take(collector_lock_path(target)) if locked else None
         taken = locked and lock is None
         if taken or target.is_symlink() or (target.exists() and (not target.is_dir() or any(target.iterdir()))):
-            if lock:  # held, so the number's owner (if any) is done: the file is stale
-                lock.release(unlink=True)
+            _drop(lock)
             number += 1
             continue
         staging = parent / f".{name}.{os.getpid()}.tmp"
@@ -136,8 +134,7 @@ def _reserve(parent: Path, prefix: str, first: str, record: Callable[[str], dict
             os.rename(staging, target)  # replaces only a missing or empty folder
         except OSError as exc:
             shutil.rmtree(staging, ignore_errors=True)
-            if lock:  # held, so the number's owner (if any) is done: the file is stale
-                lock.release(unlink=True)
+            _drop(lock)
             if exc.errno not in (errno.EEXIST, errno.ENOTEMPTY, errno.EISDIR, errno.ENOTDIR):
                 raise
             number += 1

@@ -189,28 +189,37 @@ def safe_join(root: str | Path, relative: str, *, field: str = "path", source: s
     return resolved
 
 
+def try_lock(path: str | Path) -> int | None:
+    """Take an exclusive advisory ``flock`` on ``path`` (created if missing) without waiting.
+
+    Returns the open descriptor holding the lock (closing it releases the lock, as does the
+    process dying), or ``None`` when another open file description holds it.
+    """
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        os.close(fd)
+        if exc.errno in (errno.EAGAIN, errno.EACCES):
+            return None
+        raise
+    return fd
+
+
 @contextlib.contextmanager
 def file_lock(path: str | Path, *, timeout_s: float = 60.0) -> Iterator[None]:
     """Advisory exclusive lock on ``<path>.lock`` (fcntl), waiting at most ``timeout_s``."""
     lock_path = Path(f"{path}.lock")
     lock_path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
     deadline = time.monotonic() + timeout_s
+    while (fd := try_lock(lock_path)) is None:
+        if time.monotonic() > deadline:
+            raise ContractError(path, "-", "could not take the lock", "another process holds it; retry later")
+        time.sleep(0.01)
     try:
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except OSError as exc:
-                if exc.errno not in (errno.EAGAIN, errno.EACCES) or time.monotonic() > deadline:
-                    raise ContractError(path, "-", "could not take the lock",
-                                        "another process holds it; retry later") from None
-                time.sleep(0.01)
         yield
     finally:
-        with contextlib.suppress(OSError):
-            fcntl.flock(fd, fcntl.LOCK_UN)
-        os.close(fd)
+        os.close(fd)  # closing drops the flock
 
 
 def is_finite_positive(value: Any) -> bool:
