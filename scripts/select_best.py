@@ -3,10 +3,11 @@
 
 `record` appends a version with a valid formal round to docs/perf/candidates.json (immutable
 evaluation_order, code hash + saved copy, items, correctness run, compliance) and refuses quick
-results, rounds of other code, duplicate ids and the same code recorded twice (a re-measurement of a
-version names it with --supersedes; choose then ranks only the newest entry). `choose` recomputes every score and CI against
-the frozen baseline from the raw rounds on disk, builds the tie set around the raw top score and
-picks the smallest evaluation_order; writes docs/perf/selection.json (byte-identical on re-run).
+results, rounds of other code, duplicate ids and the same code recorded twice (a re-measurement
+of a version names it with --supersedes; choose then ranks only the newest entry). `choose`
+recomputes every score and CI against the frozen baseline from the raw rounds on disk, builds the
+tie set around the raw top score and picks the smallest evaluation_order; writes
+docs/perf/selection.json (byte-identical on re-run).
 `confirm` checks an independent final round of the chosen version against its ranking data.
 
 usage:
