@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import sys
 
-from perftune import correctness, evidence, fsio
+from perftune.measure import correctness, evidence
+from perftune import fsio
 from perftune.argv import add_json_flag, parser_from_doc
 from perftune.errors import run_cli
 

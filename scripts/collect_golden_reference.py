@@ -26,7 +26,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from perftune import evidence, fsio, golden
+from perftune.measure import evidence
+from perftune import fsio
+from perftune.contract import golden
 from perftune.argv import add_json_flag, parser_from_doc
 from perftune.errors import run_cli
 

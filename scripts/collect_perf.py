@@ -24,7 +24,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from perftune import collect, fsio
+from perftune.measure import collect
+from perftune import fsio
 from perftune.argv import add_json_flag, parser_from_doc
 from perftune.errors import run_cli
 

@@ -26,9 +26,11 @@ from __future__ import annotations
 
 import sys
 
-from perftune import compare, fsio
+from perftune.decide import compare
+from perftune import fsio
 from perftune.argv import add_json_flag, parser_from_doc
 from perftune.errors import run_cli
+from perftune.report import formal
 from perftune.report.text import fmt, fmt_ci
 
 
@@ -57,7 +59,7 @@ def main(argv=None) -> int:
         print(fsio.dumps({**result, "path": str(path)}) if args.json else "\n".join(rows), end="\n" * (not args.json))
         return 0
     perf = compare.load_formal(args.op_dir, args.baseline, args.candidate)
-    paths = compare.write_formal(args.op_dir, perf)
+    paths = formal.write_formal(args.op_dir, perf)
     if args.json:
         print(fsio.dumps({**perf, "outputs": {k: str(v) for k, v in sorted(paths.items())}}), end="")
     else:

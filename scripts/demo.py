@@ -26,7 +26,8 @@ from __future__ import annotations
 
 import sys
 
-from perftune import demo, demo_plan, fsio
+from perftune.demo import driver, plan
+from perftune import fsio
 from perftune.argv import add_json_flag, parser_from_doc
 from perftune.errors import run_cli
 
@@ -43,12 +44,12 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     stream = sys.stderr if args.json else sys.stdout
     say = lambda line: print(line, file=stream, flush=True)  # noqa: E731
-    code, result = demo.run_demo(args.workdir, keep=args.keep, progress=say,
+    code, result = driver.run_demo(args.workdir, keep=args.keep, progress=say,
                                  bar_stream=stream if stream.isatty() else None)
     if args.json:
         print(fsio.dumps(result), end="")
     else:
-        print("\n".join(demo_plan.summary_lines(result)))
+        print("\n".join(plan.summary_lines(result)))
         print(f"outcomes: {result['outcomes']}")
         print(f"finished in {result['seconds']} s; work folder {result['workdir']}")
         print(result["verifier"])  # the last line is the verifier's verdict

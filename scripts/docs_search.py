@@ -5,7 +5,7 @@ Default corpus: the plugin's references/ and skills/*/references/, plus (when PY
 set) the cache's docs/pypto_pro/api/, guides and pro_ops/ samples. `--root DIR ...` searches those
 folders instead. Markdown is chunked by heading, Python by top-level def/class; each result has
 file, heading, line (of the heading), snippet_line, snippet and score. Equal scores are ordered by
-root, file and line. Ranking rules and READY: scripts/perftune/docs_index.py.
+root, file and line. Ranking rules and READY: scripts/perftune/orchestrate/docs_index.py.
 
 `--check` reports whether the PYPTO_DEVKIT_DIR cache is READY (exit 0) or NEED_PROVISION (exit 4,
 with what is missing); provisioning is the docs skill's job, never this script's.
@@ -24,7 +24,8 @@ import os
 import sys
 from dataclasses import asdict
 
-from perftune import docs_index, fsio
+from perftune.orchestrate import docs_index
+from perftune import fsio
 from perftune.argv import add_json_flag, parser_from_doc
 from perftune.errors import ContractError, run_cli
 

@@ -7,7 +7,7 @@ only, nothing heavy is imported), ASCEND_HOME_PATH and the CANN version file, `n
 presence and version, TILE_FWK_DEVICE_ID / ASCEND_RT_VISIBLE_DEVICES and the PYPTO_DEVKIT_DIR docs
 cache. The report (schemas/env_report.schema.json) has status ok|env_error, kind hardware|software,
 device_assessment DEVICE_HEALTHY|TRANSIENT_RECOVERED|HANG_CONFIRMED|FAULT_NO_TIMEOUT|NO_DEVICE
-(defined in scripts/perftune/env.py), errors, warnings and recommendations.
+(defined in scripts/perftune/orchestrate/env.py), errors, warnings and recommendations.
 
 The last stdout line is always `PREFLIGHT_JSON: {...}` (passed, status, kind, device_assessment,
 errors, warnings, devices, npu_usable, torch_npu_ok, pypto_pro_ok, cann_version, report). With
@@ -27,7 +27,9 @@ import os
 import sys
 from pathlib import Path
 
-from perftune import docs_index, env, fsio, schemas
+from perftune.orchestrate import docs_index, env
+from perftune import fsio
+from perftune.contract import schemas
 from perftune.argv import add_json_flag, parser_from_doc
 from perftune.errors import EXIT_ENV, ContractError, run_cli
 

@@ -25,7 +25,8 @@ import json
 import sys
 from pathlib import Path
 
-from perftune import fsio, manifest, protocol
+from perftune import fsio
+from perftune.contract import manifest, protocol
 from perftune.argv import add_json_flag, parser_from_doc
 from perftune.errors import run_cli
 

@@ -28,7 +28,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from perftune import fsio
-from perftune import install as installer
+from perftune.orchestrate import install as installer
 from perftune.argv import add_json_flag, parser_from_doc
 from perftune.errors import run_cli
 

@@ -27,7 +27,9 @@ from __future__ import annotations
 import sys
 from datetime import datetime, timezone
 
-from perftune import fsio, ledger, ledger_sources, protocol
+from perftune import fsio
+from perftune.decide import ledger, ledger_sources
+from perftune.contract import protocol
 from perftune.argv import add_json_flag, parser_from_doc
 from perftune.errors import run_cli
 

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import sys
 
-from perftune import fsio, ledger, ledger_sources
+from perftune import fsio
+from perftune.decide import ledger, ledger_sources
 from perftune.argv import add_json_flag, parser_from_doc
 from perftune.errors import run_cli
 

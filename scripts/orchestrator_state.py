@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import sys
 
-from perftune import fsio, state
+from perftune import fsio
+from perftune.orchestrate import state
 from perftune.argv import add_json_flag, parser_from_doc
 from perftune.errors import FAILURE_CATEGORIES, run_cli
 

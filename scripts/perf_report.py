@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import sys
 
-from perftune import final_report, fsio
+from perftune.report import final_report
+from perftune import fsio
 from perftune.argv import add_json_flag, parser_from_doc
 from perftune.errors import run_cli
 

@@ -28,7 +28,9 @@ from __future__ import annotations
 
 import sys
 
-from perftune import candidates, evidence, fsio
+from perftune.decide import candidates
+from perftune.measure import evidence
+from perftune import fsio
 from perftune.argv import add_json_flag, parser_from_doc
 from perftune.errors import run_cli
 

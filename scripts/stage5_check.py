@@ -22,7 +22,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from perftune import fsio, protocol, schemas
+from perftune import fsio
+from perftune.contract import protocol, schemas
 from perftune.argv import add_json_flag, parser_from_doc
 from perftune.errors import run_cli
 from perftune.verify import stage5

@@ -7,7 +7,7 @@ in-cache float32 multiply-add and exp rates) and writes a platform file (schemas
 and a platform file, measures the kernel's fixed per-call overhead on the current sources (cpu),
 and writes docs/perf/terminal_evidence.json with, per case, `roofline_terminal` (work, bytes,
 intensity, floors, attained fraction, status and reason), `pipeline_evidence` and
-`scalar_evidence`, each with recorded grounds. Rules and thresholds: scripts/perftune/roofline.py
+`scalar_evidence`, each with recorded grounds. Rules and thresholds: scripts/perftune/terminal/roofline.py
 and docs/demo.md.
 
 usage:
@@ -26,7 +26,8 @@ from __future__ import annotations
 
 import sys
 
-from perftune import fsio, terminal_evidence
+from perftune import fsio
+from perftune.terminal import records as terminal_evidence
 from perftune.argv import add_json_flag, parser_from_doc
 from perftune.errors import run_cli
 

@@ -21,7 +21,8 @@ sys.path[:0] = [str(BENCH / "scale"), str(BENCH / "decisions")]
 
 import generate  # noqa: E402
 import simulate  # noqa: E402
-from perftune import compare, evidence  # noqa: E402
+from perftune.decide import compare  # noqa: E402
+from perftune.measure import evidence
 
 
 

@@ -33,8 +33,10 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path[:0] = [str(ROOT / "scripts")]  # benchmark script, not library
 
-from perftune import evidence, fsio, protocol  # noqa: E402
-from perftune.manifest import make_protocol, parse_manifest  # noqa: E402
+from perftune.measure import evidence  # noqa: E402
+from perftune import fsio
+from perftune.contract import protocol
+from perftune.contract.manifest import make_protocol, parse_manifest  # noqa: E402
 
 KERNEL = "def busy_kernel(n):\n    total = 0\n    for i in range(n):\n        total += i\n    return total\n"
 TARGETS_US = (1, 10, 100, 1000, 10000, 100000)

@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))  # benchmark script, not library
 
-from perftune.backends.cpu_runner import TimingShim  # noqa: E402
+from perftune.measure.backends.cpu_runner import TimingShim  # noqa: E402
 
 
 def noop(*_args, **_kwargs):

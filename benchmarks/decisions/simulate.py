@@ -7,7 +7,7 @@ so ``effect`` is the true speed-up minus 1. Both arms come from one seeded gener
 all three rules judge exactly the same pairs.
 
 Rules, each returning ``faster``, ``slower`` or ``same``:
-- ``ours``: :func:`perftune.stats.compare_samples` with the frozen default decision
+- ``ours``: :func:`perftune.decide.stats.compare_samples` with the frozen default decision
   (``manifest.make_protocol`` defaults: bootstrap, 95 %, band 1 %, 10,000 resamples, seed 42,
   min_repeats 5) and the default aggregation (median); ``insufficient``, ``equivalent`` and
   ``inconclusive`` count as ``same`` (no speed-up claimed).
@@ -24,8 +24,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from perftune import protocol, stats
-from perftune.manifest import make_protocol
+from perftune.contract import protocol
+from perftune.decide import stats
+from perftune.contract.manifest import make_protocol
 
 OUTLIER_P = 0.03
 OUTLIER_RANGE = (1.2, 1.6)

@@ -27,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))  # benchmark entry point, not library code
 
-from perftune import docs_index  # noqa: E402
+from perftune.orchestrate import docs_index  # noqa: E402
 
 QUERIES = ("make_tile_group auto_mutex", "Task Duration op_summary exact op name", "rollback stage 5",
            "bootstrap confidence interval noise band", "wrapper boundary violation", "TILE_FWK_DEVICE_ID",

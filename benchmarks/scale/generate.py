@@ -30,10 +30,12 @@ from pathlib import Path
 
 import numpy as np
 
-from perftune import evidence, fsio, protocol, routing, schemas
-from perftune.backends.base import EVIDENCE_STATUS, RepeatResult
-from perftune.backends.msprof import TIMING_FILE, metric_file
-from perftune.manifest import make_protocol, parse_manifest
+from perftune.measure import evidence, routing
+from perftune import fsio
+from perftune.contract import protocol, schemas
+from perftune.measure.backends.base import EVIDENCE_STATUS, RepeatResult
+from perftune.measure.backends.msprof import TIMING_FILE, metric_file
+from perftune.contract.manifest import make_protocol, parse_manifest
 
 TARGET = "pypto_scaleop_kernel_mix_aic_0"
 OP = "scaleop"
@@ -178,7 +180,7 @@ def _repeat(repeat_dir: Path, shape: Shape, case_id: str, index: int, duration: 
     for metric in METRICS:   # only the timing table may be the big one
         count = rows if metric == protocol.CANONICAL_METRIC else shape.rows
         (repeat_dir / metric_file(metric)).write_text(table_text(metric, count, duration, blocks))
-    (repeat_dir / "collection.log").write_text(_log("'python', '-m', 'perftune.backends.case_adapter'"))
+    (repeat_dir / "collection.log").write_text(_log("'python', '-m', 'perftune.measure.backends.case_adapter'"))
     route = _route(rows, str(repeat_dir / TIMING_FILE))
     files = tuple(metric_file(m) for m in METRICS)
     _write_json(repeat_dir / EVIDENCE_STATUS, "evidence_status", {
@@ -202,7 +204,7 @@ def write_round(op: Path, name: str, shape: Shape, durations: np.ndarray, blocks
                   "created_at": "2025-01-01T00:00:00Z", "mode": "compare", "status": "in_progress",
                   "source_files": ident["source_files"], "source_revision": None,
                   "protocol": man.protocol.as_dict(), "selector": {"kind": "function_adapter",
-                                                                   "name": "perftune.backends.case_adapter"},
+                                                                   "name": "perftune.measure.backends.case_adapter"},
                   "case_attempts": {}}
     for k, case_id in enumerate(man.case_ids):
         case_dir = round_dir / evidence.case_dir_name(case_id)

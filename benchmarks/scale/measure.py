@@ -2,9 +2,9 @@
 """Measure one evidence-processing job on one synthetic operator dir, in a fresh process.
 
 Jobs: ``floor`` (``pandas.read_csv`` of every op_summary CSV of both rounds, default options, the
-frames dropped one by one), ``compare`` (``perftune.compare.load_formal``: what ``compare_perf.py
-formal`` computes before writing), ``select`` (``perftune.candidates.rank``: ``select_best.py``'s
-recomputation) and ``evidence`` (``perftune.evidence.load_round`` on both rounds, stage5_check's
+frames dropped one by one), ``compare`` (``perftune.decide.compare.load_formal``: what ``compare_perf.py
+formal`` computes before writing), ``select`` (``perftune.decide.candidates.rank``: ``select_best.py``'s
+recomputation) and ``evidence`` (``perftune.measure.evidence.load_round`` on both rounds, stage5_check's
 evidence loading). Modules are imported and pandas warmed up first; then the peak-RSS mark is
 reset (``/proc/self/clear_refs`` = 5) so the reported memory is the job's own peak above the
 resident size before it. Prints one JSON object: wall_s, cpu_s (user+sys of this process),
@@ -33,8 +33,10 @@ sys.path[:0] = [str(HERE.parents[1] / "scripts"), str(HERE)]  # benchmark script
 import pandas as pd  # noqa: E402
 
 from generate import csv_files  # noqa: E402
-from perftune import candidates, compare, evidence, golden, selection  # noqa: E402,F401
-from perftune.backends import msprof  # noqa: E402,F401
+from perftune.contract import golden  # noqa: E402,F401
+from perftune.decide import candidates, compare, selection  # noqa: E402,F401
+from perftune.measure import evidence  # noqa: E402,F401
+from perftune.measure.backends import msprof  # noqa: E402,F401
 
 
 def _status_kb(field: str) -> int:

@@ -10,7 +10,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from perftune import evidence, fsio, schemas
+from perftune.measure import evidence
+from perftune import fsio
+from perftune.contract import schemas
 from perftune.errors import PerftuneError
 
 ROOT = Path(__file__).resolve().parents[2]

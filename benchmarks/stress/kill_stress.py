@@ -43,7 +43,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))  # benchmark script, not library
 
 import common  # noqa: E402
-from perftune import evidence, fsio  # noqa: E402
+from perftune.measure import evidence  # noqa: E402
+from perftune import fsio
 
 KINDS = ("collector", "ledger", "state", "report")
 ITEM = "general-18"

@@ -1,8 +1,13 @@
 """perftune: the library behind the pypto-pro-op-orchestrator scripts.
 
-Pure decision modules (statistics, comparison, routing, selection, ledger checks, gates) take
-dataclasses and plain values; I/O lives in ``fsio``, ``schemas`` and the backends. The thin CLIs
-in ``scripts/`` parse arguments, call one library function and map the result to an exit code.
+Subpackages follow the Stage 5 flow (docs/architecture.md has the map): ``contract`` (what is
+frozen) → ``measure`` → ``decide`` → ``terminal`` → ``report`` → ``verify``, beside
+``orchestrate`` and ``demo``. At the top only the shared ground: ``errors``, ``fsio``, ``argv``.
+Each subpackage's ``__init__`` names what it may import; tests/test_layering.py holds the code to it.
+The thin CLIs in ``scripts/`` parse arguments, call one library function and map the result to
+an exit code.
+
+May import: (the shared ground imports only itself: argv and fsio may import errors)
 """
 
 __version__ = "0.1.0"

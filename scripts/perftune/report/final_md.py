@@ -1,6 +1,6 @@
 """``PERFORMANCE_REPORT.md``: the Stage 5 delivery report (pure rendering of gathered evidence).
 
-:func:`render` takes the :class:`FinalInputs` gathered by :mod:`perftune.final_report` (every
+:func:`render` takes the :class:`FinalInputs` gathered by :mod:`perftune.report.final_report` (every
 number already recomputed by the decision modules) and returns markdown. Nothing is computed here.
 """
 

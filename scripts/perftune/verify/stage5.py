@@ -22,7 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from .. import evidence, fsio, manifest, protocol, schemas
+from ..measure import evidence
+from .. import fsio
+from ..contract import manifest, protocol, schemas
 from ..errors import ContractError, PerftuneError
 from . import stage5_evidence as ev
 

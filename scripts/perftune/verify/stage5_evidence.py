@@ -11,10 +11,14 @@ import math
 from pathlib import Path
 from typing import Any
 
-from .. import candidates, compare, correctness, evidence, fsio, golden, ledger, ledger_sources
-from .. import manifest as manifest_mod
-from .. import protocol, schemas
+from ..decide import candidates, compare, ledger, ledger_sources
+from ..measure import correctness, evidence
+from .. import fsio
+from ..contract import golden
+from ..contract import manifest as manifest_mod
+from ..contract import protocol, schemas
 from ..errors import ContractError, PerftuneError
+from ..report import formal
 
 TERMINAL_NAME = "terminal_evidence.json"
 REL_TOL = 1e-9
@@ -103,7 +107,7 @@ def recompute_performance(op_dir: Path, perf: dict) -> dict[str, Any]:
 def rendering_problems(op_dir: Path, recomputed: dict) -> list[str]:
     """performance.log and perf_report.md must be exactly the rendering of the recomputed compare."""
     out = []
-    for name, expected in zip((protocol.PERFORMANCE_LOG, protocol.PERF_REPORT_MD), compare.render_texts(recomputed)):
+    for name, expected in zip((protocol.PERFORMANCE_LOG, protocol.PERF_REPORT_MD), formal.render_texts(recomputed)):
         path = op_dir / name
         if path.is_file() and not path.is_symlink() and path.read_text(encoding="utf-8", errors="replace") != expected:
             out.append(f"{name} is not the rendering of the compare recomputed from raw samples (edited by hand?)")

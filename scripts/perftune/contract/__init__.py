@@ -1,0 +1,4 @@
+"""What is frozen and how it is read: the manifest, protocol constants, aggregation, golden, schemas.
+
+May import: perftune.errors, perftune.fsio, perftune.argv
+"""

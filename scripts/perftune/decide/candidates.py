@@ -1,0 +1,274 @@
+"""The candidate register ``docs/perf/candidates.json`` and the I/O edge of best-version selection.
+
+``record`` appends one version that got a valid formal compare: its immutable
+``evaluation_order`` (baseline 0, then in the order of the formal rounds), its code identity
+(``executable_sha256``, file records of the updatable sources and a saved copy under
+``docs/perf/versions/<id>/``), linked ledger items, correctness evidence (a recorded run whose hash
+equals the version's), compliance evidence, the formal collection id and ``kb_gaps_open`` (any
+kb_selected ledger item not terminal at recording time: such a version never ranks).
+
+``choose`` re-checks every piece of evidence on disk, recomputes the samples of every round
+(:func:`perftune.measure.evidence.load_round`) and lets :func:`perftune.decide.selection.select` decide; nothing
+agent-written is trusted. ``selection.json`` carries no timestamp, so the same evidence gives a
+byte-identical file. ``confirm`` compares an independent final round of the chosen version.
+
+Decisions: a version is recorded right after its formal round, while the working tree still holds
+its code (the current hash must equal the round's); rounds must be recorded in round order; a
+round belongs to one version; a non-baseline version must link at least one ledger item
+(anonymous experiments are not allowed).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from ..measure import correctness, evidence
+from .. import fsio
+from . import ledger, selection
+from ..contract import manifest, protocol, schemas
+from ..errors import ContractError
+
+SCHEMA_VERSION = 1
+VERSIONS_DIR = "versions"
+_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
+
+def paths(op_dir: str | Path) -> tuple[Path, Path]:
+    perf = Path(op_dir) / protocol.PERF_DIR
+    return perf / protocol.CANDIDATES_NAME, perf / protocol.SELECTION_NAME
+
+
+def load_candidates(op_dir: str | Path, *, required: bool = True) -> dict[str, Any]:
+    path = paths(op_dir)[0]
+    if not path.exists() and not required:
+        return {"schema_version": SCHEMA_VERSION, "candidates": []}
+    obj = fsio.read_json(path, what="candidates register")
+    schemas.validate(obj, "candidates", path)
+    return obj
+
+
+def _is_quick(op_dir: Path, ref: str) -> bool:
+    quick = Path(op_dir) / protocol.PERF_DIR / evidence.QUICK_DIR
+    if ref.startswith(evidence.QUICK_PREFIX) or (quick / ref).is_dir():
+        return True
+    for path in quick.glob(f"*/{protocol.QUICK_NAME}"):
+        try:
+            if fsio.read_json(path).get("collection_id") == ref:
+                return True
+        except (ContractError, AttributeError):
+            continue
+    return False
+
+
+def _code(op_dir: Path, man: manifest.Manifest) -> tuple[str, list[dict[str, Any]]]:
+    files = evidence.source_files(op_dir, man)
+    return evidence.executable_sha256(op_dir, files), [fsio.file_record(p, op_dir) for p in files]
+
+
+def _correctness_problem(op_dir: Path, run_id: str | None, sha: str) -> str | None:
+    if not run_id:
+        return "no_correctness_evidence"
+    try:
+        run = correctness.load_record(op_dir, run_id)
+    except ContractError as exc:
+        return f"correctness_record_invalid: {exc.problem}"
+    if run["executable_sha256"] != sha:
+        return "correctness_hash_mismatch: the run tested other code"
+    return None if run["all_passed"] else "correctness_failed"
+
+
+def _save_copy(op_dir: Path, version_id: str, files: list[dict[str, Any]]) -> str:
+    folder = Path(op_dir) / protocol.PERF_DIR / VERSIONS_DIR / version_id
+    for record in files:
+        target = fsio.safe_join(folder.parent, f"{version_id}/{record['path']}", field="saved copy")
+        if target.exists():
+            if fsio.sha256_file(target) != record["sha256"]:
+                raise ContractError(target, "saved copy", "differs from the version's sources",
+                                    "saved copies are immutable; choose a new version id")
+            continue
+        fsio.write_bytes(target, (Path(op_dir) / record["path"]).read_bytes(), overwrite=False)
+    return fsio.display_path(folder, op_dir)
+
+
+def _refusals(register: dict, man: manifest.Manifest, rnd: Any, version_id: str, sha: str, op_dir: Path) -> None:
+    src = "select_best.py record"
+    if not _ID.match(version_id):
+        raise ContractError(src, "--version-id", f"{version_id!r} is not a safe id", "use [A-Za-z0-9._-]")
+    if any(c["version_id"] == version_id for c in register["candidates"]):
+        raise ContractError(src, "--version-id", f"{version_id!r} is already recorded", "version ids are immutable")
+    if any(c["formal_collection_id"] == rnd.collection_id for c in register["candidates"]):
+        raise ContractError(src, "--round", f"{rnd.collection_id} already belongs to another version",
+                            "one formal round per version")
+    newest = max((c["round"] for c in register["candidates"]), default="")
+    if rnd.path.name < newest:
+        raise ContractError(src, "--round", f"{rnd.path.name} is older than recorded {newest}",
+                            "record versions in the order of their formal rounds")
+    if rnd.collection["executable_sha256"] != sha:
+        raise ContractError(src, "--round", "the round measured other code than the current sources",
+                            "record a version right after its formal round, before editing")
+    man_sha = fsio.sha256_file(Path(op_dir) / protocol.MANIFEST_NAME)
+    if rnd.collection["performance_cases"]["sha256"] != man_sha:
+        raise ContractError(src, "--round", "round was collected under another manifest", "re-collect the round")
+
+
+def superseded(register: dict) -> dict[str, str]:
+    """``{version_id: the id of the re-measurement that replaces it}``."""
+    return {c["supersedes"]: c["version_id"] for c in register["candidates"] if c.get("supersedes")}
+
+
+def _same_code(register: dict, sha: str, supersedes: str | None) -> None:
+    """One live entry per code: recording the same code twice would let ``choose`` keep the more
+    flattering round; a re-measurement names the entry it replaces (``--supersedes``)."""
+    src, gone = "select_best.py record", superseded(register)
+    live = [c["version_id"] for c in register["candidates"] if c["executable_sha256"] == sha and c["version_id"] not in gone]
+    if supersedes is None:
+        if live:
+            raise ContractError(src, "--version-id", f"this code is already recorded as {live[-1]!r}",
+                                f"a re-measurement of it uses --supersedes {live[-1]}")
+        return
+    by_id = {c["version_id"]: c for c in register["candidates"]}
+    if supersedes not in by_id:
+        raise ContractError(src, "--supersedes", f"no recorded version {supersedes!r}", "name a recorded version id")
+    if supersedes in gone:
+        raise ContractError(src, "--supersedes", f"{supersedes!r} is already superseded by {gone[supersedes]!r}",
+                            f"supersede {gone[supersedes]} instead")
+    if by_id[supersedes]["executable_sha256"] != sha:
+        raise ContractError(src, "--supersedes", f"{supersedes!r} is other code than the current sources",
+                            "a re-measurement is of the same code; record changed code as a new version")
+
+
+def record(op_dir: str | Path, *, version_id: str, round_ref: str, items: list[str], correctness_id: str,
+           compliance: str | None, at: str, supersedes: str | None = None) -> dict[str, Any]:
+    """Append a version to candidates.json (under the lock); returns the new entry.
+
+    With ``supersedes`` the entry is a re-measurement (a newer formal round) of that version's
+    code: it inherits its ledger items when none are given, and ``choose`` ranks only the newest.
+    """
+    root = Path(op_dir)
+    if _is_quick(root, round_ref):
+        raise ContractError(round_ref, "--round", "is a quick result; quick results never rank",
+                            "run a formal compare round (collect_perf.py formal)")
+    man = manifest.load_manifest(root / protocol.MANIFEST_NAME)
+    rnd = evidence.load_round(root, round_ref)
+    sha, files = _code(root, man)
+    problem = _correctness_problem(root, correctness_id, sha)
+    if problem:
+        raise ContractError(correctness_id, "--correctness", problem, "run check_correctness.py on this code")
+    led = ledger.load_ledger(ledger.ledger_path(root))
+    known = {i["item_id"]: i for i in led["items"]}
+    unknown = [i for i in items if i not in known]
+    if unknown:
+        raise ContractError("ledger.json", "--items", f"unknown item ids {unknown}", "link ledger item ids")
+    path = paths(root)[0]
+    with fsio.file_lock(path):
+        register = load_candidates(root, required=False)
+        _refusals(register, man, rnd, version_id, sha, root)
+        if register["candidates"] and not items and not supersedes:
+            raise ContractError("select_best.py record", "--items", "a non-baseline version links no ledger item",
+                                "name the item ids this version implements")
+        _same_code(register, sha, supersedes)
+        if supersedes and not items:
+            items = next(c["items"] for c in register["candidates"] if c["version_id"] == supersedes)
+        entry = {
+            "version_id": version_id, "evaluation_order": len(register["candidates"]),
+            "executable_sha256": sha, "source_files": files, "saved_copy": _save_copy(root, version_id, files),
+            "items": list(dict.fromkeys(items)), "correctness": {"run_id": correctness_id, "executable_sha256": sha},
+            "compliance": compliance or None, "formal_collection_id": rnd.collection_id, "round": rnd.path.name,
+            "kb_gaps_open": any(i["status"] not in protocol.KB_TERMINAL_STATUSES for i in led["items"]
+                                if i["source_kind"] == "kb_selected"),
+            "recorded_at": at, **({"supersedes": supersedes} if supersedes else {})}
+        register["candidates"].append(entry)
+        schemas.validate(register, "candidates", path)
+        fsio.write_json(path, register)
+    return entry
+
+
+def _copy_problem(op_dir: Path, cand: dict) -> str | None:
+    for rec in cand["source_files"]:
+        saved = {**rec, "path": f"{cand['saved_copy']}/{rec['path']}"}
+        if not fsio.record_matches(saved, op_dir):
+            return f"saved_copy_mismatch: {rec['path']}"
+    return None
+
+
+def _evidence(op_dir: Path, cand: dict) -> tuple[dict | None, str | None]:
+    """(samples per case recomputed from raw files, ineligibility problem) of one candidate."""
+    try:
+        rnd = evidence.load_round(op_dir, cand["formal_collection_id"])
+    except ContractError as exc:
+        return None, f"round_invalid: {exc.problem}"
+    samples = {cid: case.samples_us for cid, case in rnd.cases.items()}
+    problems = [
+        "code_hash_mismatch: round measured other code" if rnd.collection["executable_sha256"] != cand["executable_sha256"] else None,
+        _correctness_problem(op_dir, cand["correctness"]["run_id"], cand["executable_sha256"]),
+        None if cand["compliance"] else "no_compliance_evidence",
+        "kb_gaps_open" if cand["kb_gaps_open"] else None,
+        _copy_problem(op_dir, cand)]
+    found = [p for p in problems if p]
+    return samples, "; ".join(found) if found else None
+
+
+def rank(op_dir: str | Path) -> dict[str, Any]:
+    """Recompute the ranking from disk (pure read): the selection.json content, nothing written."""
+    root = Path(op_dir)
+    man = manifest.load_manifest(root / protocol.MANIFEST_NAME)
+    register = load_candidates(root)
+    if not register["candidates"]:
+        raise ContractError(paths(root)[0], "candidates", "is empty", "record the baseline first")
+    rounds, entries, gone = {}, [], superseded(register)
+    for cand in register["candidates"]:
+        samples, problem = _evidence(root, cand)
+        if cand["version_id"] in gone:
+            problem = "; ".join(filter(None, [f"superseded by {gone[cand['version_id']]} (re-measured)", problem]))
+        if samples is not None:
+            rounds[cand["version_id"]] = samples
+        entries.append(selection.Entry(cand["version_id"], cand["evaluation_order"], problem))
+    base = register["candidates"][0]
+    if base["version_id"] not in rounds:
+        raise ContractError(paths(root)[0], "candidates[0]", f"baseline round {base['formal_collection_id']} "
+                            "is not loadable", "the frozen baseline must stay on disk")
+    result = selection.select(entries, rounds, man)
+    result["inputs"] = {"candidates": fsio.file_record(paths(root)[0], root),
+                        "manifest": fsio.file_record(root / protocol.MANIFEST_NAME, root),
+                        "rounds": {c["version_id"]: c["formal_collection_id"] for c in register["candidates"]}}
+    result["schema_version"] = SCHEMA_VERSION
+    schemas.validate(result, "selection", paths(root)[1])
+    return result
+
+
+def choose(op_dir: str | Path) -> dict[str, Any]:
+    """Recompute the ranking from disk and write selection.json; returns its content."""
+    result = rank(op_dir)
+    fsio.write_json(paths(Path(op_dir))[1], result)
+    return result
+
+
+def confirm(op_dir: str | Path, final_round: str) -> dict[str, Any]:
+    """Compare an independent final formal round of the chosen version with its ranking round."""
+    root = Path(op_dir)
+    man = manifest.load_manifest(root / protocol.MANIFEST_NAME)
+    chosen = fsio.read_json(paths(root)[1], what="selection").get("chosen")
+    cands = {c["version_id"]: c for c in load_candidates(root)["candidates"]}
+    if chosen not in cands:
+        raise ContractError(paths(root)[1], "chosen", "no chosen version", "run 'select_best.py choose' first")
+    if _is_quick(root, final_round):
+        raise ContractError(final_round, "--final-round", "is a quick result", "run a formal round")
+    final = evidence.load_round(root, final_round)
+    ranking = cands[chosen]
+    if final.collection_id == ranking["formal_collection_id"]:
+        raise ContractError(final_round, "--final-round", "is the ranking round itself",
+                            "collect an independent final formal round")
+    if final.collection["executable_sha256"] != ranking["executable_sha256"]:
+        raise ContractError(final_round, "--final-round", f"measured other code than the chosen {chosen}",
+                            "restore the chosen version and collect the final round again")
+    base = evidence.load_round(root, next(iter(cands.values()))["formal_collection_id"])
+    as_samples = lambda rnd: {cid: c.samples_us for cid, c in rnd.cases.items()}  # noqa: E731
+    try:
+        out = selection.confirm(as_samples(evidence.load_round(root, ranking["formal_collection_id"])),
+                                as_samples(final), as_samples(base), man)
+    except ValueError as exc:
+        raise ContractError(final_round, "--final-round", str(exc), "re-collect a complete formal round") from None
+    return {"chosen": chosen, "ranking_collection_id": ranking["formal_collection_id"],
+            "final_collection_id": final.collection_id, **out}

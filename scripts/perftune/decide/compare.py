@@ -1,0 +1,367 @@
+"""Baseline round vs candidate round → the ``performance.json`` content (DESIGN §4.4, §7).
+
+Pure core: takes loaded rounds (``evidence.RoundEvidence``-like objects: ``.collection`` dict,
+``.cases[id].samples_us``, ``.baseline_samples_us`` for paired rounds, ``.repeats[].bound_route``),
+the manifest, its file record and the golden per-iteration times; no file access, no clock.
+Every number is recomputed from the samples; nothing is read from an earlier performance.json.
+Thin I/O edge (:func:`load_formal`, :func:`load_quick_compare`): load the manifest, the rounds
+(``evidence.load_round`` recomputes samples from raw files) and the golden report; the files of a
+compare are written by :mod:`perftune.report.formal` (figures first, ``performance.json`` last).
+
+Decisions where DESIGN is silent (see also docs/statistics.md):
+- The candidate must be the newest complete formal round: the root deliverables always describe
+  the final round, and re-comparing an older round (cherry-picking) is refused.
+- A paired candidate round carries its own baseline samples: the speed-up, CI and verdict use the
+  paired arms; the independent ``--baseline`` round is still cited (``baseline_collection_id``).
+- ``target_met`` per case and ``*_status`` use the point estimates: ``default`` =
+  ``golden_per_iteration_us / final_us >= 1.0`` over every P0 case; a user target
+  (``speedup`` or ``golden_reference_ratio`` >= threshold) is judged over the target cases and
+  takes precedence (``effective_target``). Any case in scope without valid evidence (or without a
+  golden time for ratio metrics) makes the status ``unavailable``, never ``not_met``.
+- ``bound_route`` of a case = the most frequent repeat label of the final round (ties in
+  ``protocol.BOUND_LABELS`` order); null when no repeat carries one (cpu backend).
+- Quick comparisons (:func:`build_quick`) reuse the statistics but are marked
+  ``never_ranks: true`` and carry the quick→formal promotion decision: promote when the mean
+  target-case quick speed-up >= ``promotion.quick_min_speedup`` and no target case is ``slower``
+  (a formal compare would exit 1 on such a case).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from .. import fsio
+from ..contract import protocol, schemas
+from . import stats
+from ..errors import ContractError
+from ..contract.manifest import Decision, Manifest, load_manifest
+
+SCHEMA_VERSION = 1
+_SAME_FIELDS = ("backend", "device_id", "seed", "warmup", "repeats", "target_op_name")
+
+
+def _decision(manifest: Manifest, collection: Mapping[str, Any]) -> tuple[Decision, str]:
+    """The frozen decision rule and aggregation (v1 manifests: from the round's recorded protocol)."""
+    if manifest.protocol is not None:
+        return manifest.protocol.decision, manifest.protocol.aggregation
+    recorded = collection.get("protocol") or {}
+    rule = {**protocol.DEFAULT_DECISION, **(recorded.get("decision") or {})}
+    return Decision(**rule), recorded.get("aggregation", protocol.DEFAULT_AGGREGATION)
+
+
+def check_rounds(manifest: Manifest, manifest_sha256: str, baseline: Any, candidate: Any,
+                 source: str = "compare_perf.py") -> None:
+    """Refuse a comparison the contract does not allow (ContractError, exit 2)."""
+    b, c = baseline.collection, candidate.collection
+    if b["collection_id"] == c["collection_id"]:
+        raise ContractError(source, "--candidate", f"is the baseline round itself ({b['collection_id']})",
+                            "compare two different formal rounds")
+    for name, col in (("--baseline", b), ("--candidate", c)):
+        if col.get("mode") != "compare" or col.get("status") != "complete":
+            raise ContractError(source, name, f"round {col['collection_id']} is mode={col.get('mode')} "
+                                f"status={col.get('status')}, not a complete formal round",
+                                "give a complete formal round; quick results use the 'quick' sub-command")
+        if col["performance_cases"]["sha256"] != manifest_sha256:
+            raise ContractError(source, name, f"round {col['collection_id']} was collected against a different "
+                                "PERFORMANCE_CASES.json (sha256 differs)", "the manifest is frozen; re-collect")
+        missing = sorted(set(manifest.case_ids) - set(col["expected_cases"]))
+        extra = sorted(set(col["expected_cases"]) - set(manifest.case_ids))
+        if missing or extra:
+            raise ContractError(source, name, f"round {col['collection_id']} cases differ from the manifest "
+                                f"(missing {missing}, unknown {extra})", "collect every frozen case")
+    for key in _SAME_FIELDS + ("protocol",):
+        if b.get(key) != c.get(key):
+            raise ContractError(source, f"protocol.{key}", f"baseline has {b.get(key)!r}, candidate has "
+                                f"{c.get(key)!r}", "both rounds must use the frozen protocol")
+    if (b.get("selector") or {}).get("kind") != (c.get("selector") or {}).get("kind"):
+        raise ContractError(source, "selector.kind", "baseline and candidate use different case selectors",
+                            "collect both rounds with the frozen selector")
+    proto = manifest.protocol
+    if proto is not None:
+        frozen = {"backend": proto.backend, "device_id": proto.device_id, "seed": proto.seed,
+                  "warmup": proto.warmup, "repeats": proto.repeats, "target_op_name": proto.op_name}
+        for key, value in frozen.items():
+            if c.get(key) != value:
+                raise ContractError(source, f"protocol.{key}", f"rounds have {c.get(key)!r}, manifest froze "
+                                    f"{value!r}", "re-collect with the frozen protocol")
+
+
+def bound_route(repeats: Any) -> dict[str, Any] | None:
+    """Most frequent repeat label (diagnostic only), with the per-label counts; None when absent."""
+    labels = [r.bound_route.get("label") for r in repeats or () if getattr(r, "bound_route", None)]
+    labels = [x for x in labels if x]
+    if not labels:
+        return None
+    counts = Counter(labels)
+    order = {name: i for i, name in enumerate(protocol.BOUND_LABELS)}
+    top = sorted(counts, key=lambda x: (-counts[x], order.get(x, len(order)), x))[0]
+    return {"label": top, "counts": dict(sorted(counts.items()))}
+
+
+def _ratio(golden_us: float | None, final_us: float | None) -> float | None:
+    if golden_us is None or final_us is None:
+        return None
+    return golden_us / final_us
+
+
+def case_entry(case: Any, result: stats.SpeedupResult, b: list[float], c: list[float],
+               golden_us: float | None, aggregation: str, is_target: bool, route: Any) -> dict[str, Any]:
+    """One ``per_case[]`` row (``target_met`` is filled in by :func:`target_block`)."""
+    valid = result.verdict != "insufficient"
+    base_us = stats.aggregate(b, aggregation) if valid else None
+    final_us = stats.aggregate(c, aggregation) if valid else None
+    ci = [result.ci_low, result.ci_high] if result.ci_low is not None else None
+    return {
+        "case": case.id, "shape": case.shape, "dtype": case.dtype, "target": is_target,
+        "baseline_us": base_us, "final_us": final_us, "speedup": result.point if valid else None,
+        "speedup_ci": ci, "verdict": result.verdict, "reason_code": result.reason_code,
+        "delta": result.delta, "aa_noise": result.aa_noise, "mann_whitney_p": result.mann_whitney_p,
+        "prob_candidate_faster": result.prob_candidate_faster, "n_baseline": result.n_baseline,
+        "n_final": result.n_candidate, "samples": {"baseline": list(b), "final": list(c)},
+        "golden_per_iteration_us": golden_us, "golden_reference_ratio": _ratio(golden_us, final_us),
+        "target_met": None, "bound_route": route,
+    }
+
+
+def _status(values: list[float | None], threshold: float) -> str:
+    if not values or any(v is None for v in values):
+        return "unavailable"
+    return "met" if all(v >= threshold for v in values) else "not_met"
+
+
+def target_block(per_case: list[dict[str, Any]], user_target: Mapping[str, Any] | None,
+                 golden_available: bool) -> dict[str, Any]:
+    """Default (golden) target, user target, effective target; sets ``target_met`` per case."""
+    threshold = protocol.DEFAULT_TARGET_THRESHOLD
+    ratios = [row["golden_reference_ratio"] for row in per_case]
+    valid = golden_available and all(r is not None for r in ratios)
+    block: dict[str, Any] = {
+        "default_target_metric": protocol.DEFAULT_TARGET_METRIC, "default_target_threshold": threshold,
+        "default_target_status": _status(ratios, threshold) if golden_available else "unavailable",
+        "valid_for_target_met": valid, "user_target": None,
+    }
+    scope, key, limit = per_case, "golden_reference_ratio", threshold
+    effective = {"source": "default", "metric": "golden_reference_ratio", "threshold": threshold,
+                 "status": block["default_target_status"]}
+    if user_target:
+        key = "speedup" if user_target["metric"] == "speedup" else "golden_reference_ratio"
+        scope, limit = [row for row in per_case if row["target"]], float(user_target["threshold"])
+        status = _status([row[key] for row in scope], limit)
+        block["user_target"] = {"metric": user_target["metric"], "threshold": limit, "status": status}
+        effective = {"source": "user", "metric": user_target["metric"], "threshold": limit, "status": status}
+    for row in scope:
+        row["target_met"] = None if row[key] is None else bool(row[key] >= limit)
+    block["effective_target"] = effective
+    return block
+
+
+def _protocol_block(collection: Mapping[str, Any], aggregation: str, decision: Decision) -> dict[str, Any]:
+    selector = collection.get("selector") or {}
+    return {
+        "backend": collection["backend"], "device_id": collection["device_id"], "seed": collection["seed"],
+        "warmup": collection["warmup"], "repeats": collection["repeats"],
+        "op_name": collection["target_op_name"], "selector_kind": selector.get("kind"),
+        "aggregation": aggregation, "decision": dict(decision.__dict__),
+    }
+
+
+def _pairs(manifest: Manifest, baseline: Any, candidate: Any) -> dict[str, tuple[list[float], list[float]]]:
+    """Per case (baseline samples, candidate samples); a paired candidate brings its own baseline."""
+    out = {}
+    for case_id in manifest.case_ids:
+        final = candidate.cases[case_id]
+        paired = getattr(final, "baseline_samples_us", None)
+        base = paired if paired is not None else baseline.cases[case_id].samples_us
+        out[case_id] = (list(base), list(final.samples_us))
+    return out
+
+
+def build_performance(*, task: str, manifest: Manifest, manifest_record: Mapping[str, Any], baseline: Any,
+                      candidate: Any, golden_us: Mapping[str, float] | None,
+                      golden_record: Mapping[str, Any] | None = None,
+                      round_paths: tuple[str, str] | None = None) -> dict[str, Any]:
+    """The ``performance.json`` dict of a formal compare (call :func:`check_rounds` first)."""
+    col = candidate.collection
+    decision, aggregation = _decision(manifest, col)
+    paired = "paired" in col
+    pairs = _pairs(manifest, baseline, candidate)
+    targets = set(manifest.target_case_ids or manifest.case_ids)
+    per_case = []
+    for case in manifest.cases:
+        b, c = pairs[case.id]
+        result = stats.compare_samples(b, c, decision, paired=paired, aggregation=aggregation)
+        golden = None if golden_us is None else golden_us.get(case.id)
+        per_case.append(case_entry(case, result, b, c, golden, aggregation, case.id in targets,
+                                   bound_route(getattr(candidate.cases[case.id], "repeats", ()))))
+    target_ids = [cid for cid in manifest.case_ids if cid in targets]
+    suite = stats.suite_score(pairs, target_ids, decision, paired=paired, aggregation=aggregation)
+    slower = [row["case"] for row in per_case if row["target"] and row["verdict"] == "slower"]
+    perf = {
+        "schema_version": SCHEMA_VERSION, "mode": "compare", "task": task,
+        "n_cases_total": len(per_case),
+        "n_cases_valid": sum(row["verdict"] != "insufficient" for row in per_case),
+        "protocol": _protocol_block(col, aggregation, decision),
+        "baseline_collection_id": baseline.collection["collection_id"],
+        "final_collection_id": col["collection_id"],
+        "baseline_completed_at": baseline.collection.get("completed_at"),
+        "final_completed_at": col.get("completed_at"),
+        "baseline_round": round_paths[0] if round_paths else None,
+        "final_round": round_paths[1] if round_paths else None,
+        "paired": paired, "paired_baseline_version": (col.get("paired") or {}).get("baseline_version"),
+        "manifest": dict(manifest_record), "target_case_ids": target_ids,
+        "golden_source": dict(golden_record) if golden_record else None,
+        "per_case": per_case,
+        "suite": {"mean_case_speedup": suite.mean_case_speedup, "geomean_speedup": suite.geomean_speedup,
+                  "ci": [suite.ci_low, suite.ci_high] if suite.ci_low is not None else None,
+                  "confidence": decision.confidence, "n_cases": suite.n_cases,
+                  "method": suite.method, "reason_code": suite.reason_code},
+        "slower_target_cases": slower,
+    }
+    perf.update(target_block(per_case, manifest.user_target, golden_us is not None))
+    return perf
+
+
+def exit_code(performance: Mapping[str, Any]) -> int:
+    """0 when no target case is ``slower``, 1 when any is (DESIGN §5)."""
+    return 1 if performance["slower_target_cases"] else 0
+
+
+def check_quick(manifest: Manifest, manifest_sha256: str, baseline: Any, quick: Mapping[str, Any],
+                source: str = "compare_perf.py") -> None:
+    """A quick result must be complete, quick, against the same manifest and protocol as the baseline."""
+    b = baseline.collection
+    if quick.get("mode") != "quick" or quick.get("status") != "complete":
+        raise ContractError(source, "--quick", f"{quick.get('collection_id')} is mode={quick.get('mode')} "
+                            f"status={quick.get('status')}", "give a complete quick result")
+    if quick["performance_cases"]["sha256"] != manifest_sha256 or b["performance_cases"]["sha256"] != manifest_sha256:
+        raise ContractError(source, "performance_cases", "quick result or baseline was collected against a "
+                            "different PERFORMANCE_CASES.json", "the manifest is frozen; re-collect")
+    if b.get("mode") != "compare" or b.get("status") != "complete":
+        raise ContractError(source, "--baseline", f"{b['collection_id']} is not a complete formal round",
+                            "give the formal baseline round")
+    for key in ("backend", "device_id", "seed", "warmup", "target_op_name"):
+        if b.get(key) != quick.get(key):
+            raise ContractError(source, f"protocol.{key}", f"baseline has {b.get(key)!r}, quick has "
+                                f"{quick.get(key)!r}", "quick runs use the frozen protocol")
+
+
+def build_quick(*, task: str, manifest: Manifest, baseline: Any, quick: Mapping[str, Any],
+                quick_samples: Mapping[str, list[float]]) -> dict[str, Any]:
+    """Quick screen vs the formal baseline: informational, ``never_ranks: true``, with promotion."""
+    decision, aggregation = _decision(manifest, baseline.collection)
+    targets = [cid for cid in manifest.case_ids if cid in set(manifest.target_case_ids or manifest.case_ids)]
+    missing = sorted(set(targets) - set(quick_samples))
+    if missing:
+        raise ContractError("compare_perf.py", "--quick", f"quick result lacks target cases {missing}",
+                            "run quick on every target case")
+    rows = []
+    for case_id in targets:
+        b, q = list(baseline.cases[case_id].samples_us), list(quick_samples[case_id])
+        result = stats.compare_samples(b, q, decision, aggregation=aggregation)
+        rows.append({"case": case_id, "baseline_us": stats.aggregate(b, aggregation),
+                     "quick_us": stats.aggregate(q, aggregation), "speedup": result.point,
+                     "speedup_ci": [result.ci_low, result.ci_high] if result.ci_low is not None else None,
+                     "verdict": result.verdict, "reason_code": result.reason_code,
+                     "samples": {"baseline": b, "quick": q}})
+    threshold = float((manifest.protocol.promotion if manifest.protocol else protocol.DEFAULT_PROMOTION)
+                      ["quick_min_speedup"])
+    points = [row["speedup"] for row in rows]
+    slower = [row["case"] for row in rows if row["verdict"] == "slower"]
+    value = None if any(p is None for p in points) else sum(points) / len(points)
+    return {
+        "schema_version": SCHEMA_VERSION, "mode": "quick", "never_ranks": True, "task": task,
+        "baseline_collection_id": baseline.collection["collection_id"],
+        "quick_collection_id": quick["collection_id"], "per_case": rows,
+        "promotion": {"rule": "mean_case_speedup >= quick_min_speedup",
+                      "threshold": threshold,
+                      "mean_case_speedup": value, "slower_target_cases": slower,
+                      "promote": value is not None and value >= threshold},
+    }
+
+
+
+# --- thin I/O edge -------------------------------------------------------------------------
+
+QUICK_COMPARE_NAME = "quick_compare.json"
+
+
+def _load_manifest(root: Path) -> tuple[Manifest, dict[str, Any]]:
+    path = root / protocol.MANIFEST_NAME
+    man = load_manifest(path)
+    return man, {**fsio.file_record(path, root), "schema_version": man.schema_version}
+
+
+def load_formal(op_dir: str | Path, baseline_ref: str, candidate_ref: str) -> dict[str, Any]:
+    """Recompute the formal compare of two rounds on disk; the validated ``performance.json`` dict."""
+    from ..measure import evidence  # I/O modules, imported at the edge only
+    from ..contract import golden
+    root = Path(op_dir)
+    if not root.is_dir():
+        raise ContractError(root, "--op-dir", "is not a directory", "pass the operator directory")
+    man, record = _load_manifest(root)
+    base, cand = evidence.load_round(root, baseline_ref), evidence.load_round(root, candidate_ref)
+    check_rounds(man, record["sha256"], base, cand)
+    newest = [r["name"] for r in evidence.list_rounds(root) if r["status"] == "complete" and r["mode"] == "compare"]
+    if newest and cand.path.name != newest[-1]:
+        raise ContractError("compare_perf.py", "--candidate", f"{cand.path.name} is not the newest complete formal "
+                            f"round ({newest[-1]} is)", "performance.json always describes the final round; "
+                            "compare the newest round")
+    report = golden.load_golden(root, man)
+    golden_us = None if report is None else {cid: g.per_iteration_e2e_us for cid, g in report.cases.items()}
+    golden_record = None if report is None else fsio.file_record(root / protocol.GOLDEN_REPORT_NAME, root)
+    perf = build_performance(task=root.resolve().name, manifest=man, manifest_record=record, baseline=base,
+                             candidate=cand, golden_us=golden_us, golden_record=golden_record,
+                             round_paths=(fsio.display_path(base.path, root), fsio.display_path(cand.path, root)))
+    schemas.validate(perf, "performance", protocol.PERFORMANCE_JSON)
+    return perf
+
+
+def _find_quick(root: Path, ref: str) -> Path:
+    from ..measure import evidence
+    quick_root = evidence.perf_dir(root) / evidence.QUICK_DIR
+    if re.fullmatch(rf"{evidence.QUICK_PREFIX}\d+", ref):
+        return fsio.safe_join(quick_root, ref, field="--quick", source=quick_root)
+    for folder in sorted(quick_root.glob(f"{evidence.QUICK_PREFIX}*")) if quick_root.is_dir() else []:
+        try:
+            if fsio.read_json(folder / protocol.QUICK_NAME).get("collection_id") == ref:
+                return folder
+        except (ContractError, AttributeError):
+            continue
+    raise ContractError(quick_root, "--quick", f"no quick result {ref!r}", "give quick_NNN or its collection id")
+
+
+def _quick_samples(root: Path, quick: Mapping[str, Any], source: Path) -> dict[str, list[float]]:
+    """Quick samples recomputed from the raw repeat files (never from quick_performance.json)."""
+    from ..measure.backends import get_backend, repeat_dir_name
+    backend, out = get_backend(quick["backend"]), {}
+    for row in quick["cases"]:
+        raw = fsio.safe_join(root, row["raw_dir"], field="cases[].raw_dir", source=source)
+        values = []
+        for index in range(1, quick["repeats"] + 1):
+            folder = raw / repeat_dir_name(index)
+            if not folder.is_dir() or folder.is_symlink():
+                raise ContractError(folder, "-", "quick raw repeat folder is missing", "re-run the quick screen")
+            values.append(backend.read_repeat(folder, quick["target_op_name"]).duration_us)
+        out[row["case"]] = values
+    return out
+
+
+def load_quick_compare(op_dir: str | Path, baseline_ref: str, quick_ref: str) -> tuple[dict[str, Any], Path]:
+    """The quick-vs-baseline dict (``never_ranks: true``) and where it belongs (inside the quick dir)."""
+    from ..measure import evidence
+    root = Path(op_dir)
+    man, record = _load_manifest(root)
+    base = evidence.load_round(root, baseline_ref)
+    folder = _find_quick(root, quick_ref)
+    path = folder / protocol.QUICK_NAME
+    quick = fsio.read_json(path, what="quick_performance.json")
+    schemas.validate(quick, "quick_performance", path)
+    check_quick(man, record["sha256"], base, quick)
+    result = build_quick(task=root.resolve().name, manifest=man, baseline=base, quick=quick,
+                         quick_samples=_quick_samples(root, quick, path))
+    schemas.validate(result, "quick_compare", folder / QUICK_COMPARE_NAME)
+    return result, folder / QUICK_COMPARE_NAME

@@ -1,0 +1,149 @@
+"""The demo's experiment plan and decisions (pure): what to try, how to close items, the summary.
+
+The plan is the example's ``variants/variants.json``: ``variants[]`` (one experiment per version:
+``version_id, parent, item_id, source_kind, hypothesis, expected_metric``), ``closures[]`` (items
+closed without an experiment: a status with its note/grounds, or ``same_as`` another item's
+conclusion and evidence) and ``sweep`` (scope and findings of the final candidate sweep).
+
+Decisions (frozen here, before any result is seen):
+- promotion quick → formal: the ``promotion.promote`` flag that ``compare_perf.py quick``
+  computes with the frozen rule (mean case speed-up >= ``quick_min_speedup``, no target slower);
+- acceptance after the formal compare against the current best: ``accepted`` when no target case
+  is ``slower``, at least one is ``faster`` and the suite CI lies entirely above 1; otherwise
+  ``rejected`` with ``slower`` (a target case is slower) or ``no_stable_gain``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import ContractError
+
+
+@dataclass(frozen=True)
+class Experiment:
+    version_id: str
+    parent: str
+    item_id: str
+    source_kind: str
+    hypothesis: str
+    expected_metric: str
+
+
+@dataclass(frozen=True)
+class Closure:
+    item_id: str
+    note: str
+    status: str | None = None
+    same_as: str | None = None
+    applicability: str | None = None
+    grounds: str | None = None
+
+
+@dataclass(frozen=True)
+class Plan:
+    experiments: tuple[Experiment, ...]
+    closures: tuple[Closure, ...]
+    sweep_scope: str
+    sweep_findings: tuple[dict[str, str], ...] = field(default_factory=tuple)
+
+    def planned_items(self) -> set[str]:
+        return {e.item_id for e in self.experiments} | {c.item_id for c in self.closures}
+
+
+def _field(entry: Any, key: str, source: str, where: str) -> str:
+    value = entry.get(key) if isinstance(entry, dict) else None
+    if not isinstance(value, str) or not value.strip():
+        raise ContractError(source, f"{where}.{key}", "is missing or empty", "fill it in variants.json")
+    return value
+
+
+def parse_plan(obj: Any, source: str = "variants.json") -> Plan:
+    """Validate and parse the plan; ids unique, parents known, closures either status or same_as."""
+    if not isinstance(obj, dict) or not isinstance(obj.get("variants"), list):
+        raise ContractError(source, "variants", "is missing", "list the experiments under 'variants'")
+    experiments, seen = [], {"v000"}
+    for i, entry in enumerate(obj["variants"]):
+        where = f"variants[{i}]"
+        exp = Experiment(*(_field(entry, k, source, where) for k in (
+            "version_id", "parent", "item_id", "source_kind", "hypothesis", "expected_metric")))
+        if exp.version_id in seen or exp.parent not in seen:
+            raise ContractError(source, f"{where}.version_id", f"{exp.version_id!r} duplicates an id or its parent "
+                                f"{exp.parent!r} is not earlier", "order variants after their parents")
+        seen.add(exp.version_id)
+        experiments.append(exp)
+    closures = []
+    for i, entry in enumerate(obj.get("closures", [])):
+        where = f"closures[{i}]"
+        closure = Closure(_field(entry, "item_id", source, where), _field(entry, "note", source, where),
+                          entry.get("status"), entry.get("same_as"), entry.get("applicability"), entry.get("grounds"))
+        if (closure.status is None) == (closure.same_as is None):
+            raise ContractError(source, where, "needs exactly one of status / same_as", "fix the closure")
+        closures.append(closure)
+    sweep = obj.get("sweep") or {}
+    findings = tuple(sweep.get("findings", []))
+    for i, finding in enumerate(findings):
+        for key in ("finding", "maps_to", "note"):
+            _field(finding, key, source, f"sweep.findings[{i}]")
+    return Plan(tuple(experiments), tuple(closures), _field(sweep, "scope", source, "sweep"), findings)
+
+
+def unplanned(plan: Plan, ledger_items: list[str]) -> list[str]:
+    """Ledger items that the plan neither tests nor closes (the demo refuses to guess them)."""
+    return sorted(set(ledger_items) - plan.planned_items())
+
+
+def acceptance(perf: dict[str, Any]) -> tuple[str, str | None, str]:
+    """(status, reason_code, note) of an item from the formal compare against the current best.
+
+    Accepted: at least one target case ``faster`` and the suite CI entirely above 1. Per-case
+    regressions are disclosed in the note but never veto (upstream best-version rule).
+    """
+    rows = [r for r in perf["per_case"] if r.get("target", True)]
+    verdicts = {r["case"]: r["verdict"] for r in rows}
+    suite = perf["suite"]
+    ci = suite.get("ci") or [None, None]
+    text = f"suite mean speed-up {_num(suite.get('mean_case_speedup'))} CI [{_num(ci[0])}, {_num(ci[1])}]; " + \
+        ", ".join(f"{case} {verdict}" for case, verdict in verdicts.items())
+    if any(v == "faster" for v in verdicts.values()) and ci[0] is not None and ci[0] > 1.0:
+        slower = [case for case, verdict in verdicts.items() if verdict == "slower"]
+        disclosed = f" (disclosed, no veto: slower cases {slower})" if slower else ""
+        return "accepted", None, f"formal compare: stable gain{disclosed}; {text}"
+    if ci[1] is not None and ci[1] < 1.0:
+        return "rejected", "slower", f"formal compare: the suite is stably slower; {text}"
+    return "rejected", "no_stable_gain", f"formal compare: no stable gain; {text}"
+
+
+def _num(value: Any) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def summary(perf: dict[str, Any], selection: dict[str, Any], stage5: dict[str, Any] | None,
+            report: str | None, verdict_line: str) -> dict[str, Any]:
+    """The demo's JSON summary from the files the real scripts wrote."""
+    cases = [{"case": r["case"], "baseline_us": r.get("baseline_us"), "final_us": r.get("final_us"),
+              "speedup": r.get("speedup"), "speedup_ci": r.get("speedup_ci"), "verdict": r.get("verdict")}
+             for r in perf["per_case"]]
+    return {"cases": cases, "suite": perf.get("suite"), "chosen_version": selection.get("chosen"),
+            "chosen_reason": selection.get("reason"), "verifier": verdict_line,
+            "primary_failure_category": (stage5 or {}).get("primary_failure_category"), "report": report}
+
+
+def summary_lines(result: dict[str, Any]) -> list[str]:
+    lines = ["", "case                 baseline_us     final_us  speed-up  95% CI            verdict"]
+    for c in result["cases"]:
+        ci = c["speedup_ci"] or [None, None]
+        lines.append(f"{c['case']:<20} {_num(c['baseline_us']):>11} {_num(c['final_us']):>12} "
+                     f"{_num(c['speedup']):>9}  [{_num(ci[0])}, {_num(ci[1])}]  {c['verdict']}")
+    suite = result.get("suite") or {}
+    lines.append(f"suite mean speed-up {_num(suite.get('mean_case_speedup'))} CI "
+                 f"[{_num((suite.get('ci') or [None, None])[0])}, {_num((suite.get('ci') or [None, None])[1])}]")
+    lines.append(f"chosen version: {result['chosen_version']} ({result['chosen_reason']})")
+    confirm = result.get("confirm") or {}
+    if confirm:
+        lines.append(f"final round vs ranking round of the chosen version: score ratio {_num(confirm.get('ratio'))}"
+                     f" ({'consistent' if confirm.get('consistent') else 'NOT consistent: ' + str(confirm.get('action'))})")
+    lines.append(f"verifier: {result['verifier']}")
+    lines.append(f"report: {result['report']}")
+    return lines

@@ -1,0 +1,43 @@
+"""Measurement backends: the interface in :mod:`.base`, one module per backend, and the registry.
+
+A new backend is one module with a :class:`~.base.Backend` subclass plus one line in
+``_REGISTRY``. Modules are imported on first use, so a machine without CANN still runs the cpu
+backend (and the registry, importing them by name, forms no import cycle with ``base``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import shutil
+
+from ...contract import protocol
+from ...errors import ContractError, EnvError
+from .base import (Backend, RepeatResult, RunSpec, Selector, choose_selector, device_env, preflight,
+                   repeat_dir_name, runner_env)
+
+# backend name -> (module inside this package, class name)
+_REGISTRY: dict[str, tuple[str, str]] = {
+    "cpu": ("cpu", "CpuBackend"),
+    "msprof": ("msprof", "MsprofBackend"),
+}
+
+
+def get_backend(name: str) -> Backend:
+    """The backend named ``name`` (one of ``protocol.BACKENDS``), its module imported on first use."""
+    if name not in _REGISTRY:
+        raise ContractError("-", "protocol.backend", f"unknown backend {name!r}",
+                            f"use one of {list(protocol.BACKENDS)}")
+    module_name, class_name = _REGISTRY[name]
+    try:
+        module = importlib.import_module(f"{__name__}.{module_name}")
+    except ImportError:
+        if name == "msprof" and shutil.which("msprof") is None:
+            raise EnvError("msprof", "PATH", "msprof is not on PATH",
+                           "source the CANN set_env.sh or use the cpu backend") from None
+        raise EnvError(f"{__name__}.{module_name}", "-", f"{name} backend module is not installed",
+                       "update the plugin") from None
+    return getattr(module, class_name)()
+
+
+__all__ = ["Backend", "RepeatResult", "RunSpec", "Selector", "choose_selector", "device_env",
+           "get_backend", "preflight", "repeat_dir_name", "runner_env"]

@@ -1,0 +1,125 @@
+"""Function adapter: run exactly one manifest case of an operator's test module in this process.
+
+This is the upstream "function adapter" selector. It imports ``test_<op>.py`` (the runner's
+folder first on ``sys.path``, then the op dir), seeds ``random`` and ``numpy`` with 42, calls the
+case's ``test_function`` once and prints exactly one line ``PYPTO_PERF_SELECTED_CASE=<id>``.
+An unknown case id exits 2 without running anything. A single-case manifest without a
+``test_function`` runs the runner file as ``__main__`` instead. The msprof backend profiles this
+command; the selector preflight runs it for every case and for one unknown id.
+
+usage:
+  python -m perftune.measure.backends.case_adapter --op-dir DIR --case-id ID [--runner FILE] [--manifest FILE]
+
+example:
+  PYTHONPATH=scripts python -m perftune.measure.backends.case_adapter --op-dir custom/softmax --case-id r64_c4096_fp32
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect
+import random
+import runpy
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Callable
+
+from ...contract import protocol
+from ...argv import parser_from_doc
+from ...errors import CheckFailed, ContractError, run_cli
+from ...contract.manifest import Manifest, load_manifest
+
+
+def find_runner(op_dir: str | Path) -> Path:
+    """``test_<dirname>.py`` when present, else the single ``test_*.py``; several is an error."""
+    root = Path(op_dir)
+    preferred = root / f"test_{root.name}.py"
+    if preferred.is_file():
+        return preferred
+    found = sorted(p for p in root.glob("test_*.py") if p.is_file())
+    if len(found) != 1:
+        raise ContractError(root, "test_<op>.py", f"{len(found)} runner candidates {[p.name for p in found]}",
+                            f"keep exactly one test_*.py or name it test_{root.name}.py")
+    return found[0]
+
+
+def seed_all(seed: int = protocol.SEED) -> None:
+    """Seed every generator a test may use (``random``, legacy ``numpy.random``)."""
+    random.seed(seed)
+    try:
+        import numpy
+    except ImportError:  # numpy is a hard dependency of the product; a runner may not need it
+        return
+    numpy.random.seed(seed)
+
+
+def load_runner_module(runner: Path, op_dir: Path, name: str | None = None) -> ModuleType:
+    """Import the runner file as a module named ``name`` (default: its stem); the runner's folder,
+    then the op dir, lead sys.path."""
+    for folder in (op_dir, runner.parent):
+        text = str(folder.resolve())
+        if text in sys.path:
+            sys.path.remove(text)
+        sys.path.insert(0, text)
+    name = name or runner.stem
+    spec = importlib.util.spec_from_file_location(name, runner)
+    if spec is None or spec.loader is None:
+        raise ContractError(runner, "-", "cannot import the runner", "check the file name")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def case_function(module: ModuleType, manifest: Manifest, case_id: str, source: str) -> Callable[[], object]:
+    """The no-argument ``test_function`` of ``case_id`` in ``module``."""
+    name = manifest.case(case_id).test_function
+    function = getattr(module, name or "", None)
+    if not name or not callable(function):
+        raise ContractError(source, f"{case_id}.test_function", f"{name!r} is not a function of the runner",
+                            "name an existing test_* function in the manifest")
+    required = [p for p in inspect.signature(function).parameters.values()
+                if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    if required:
+        raise ContractError(source, f"{case_id}.test_function", f"{name}() has required parameters",
+                            "use a no-argument test function")
+    return function
+
+
+def known_case(manifest: Manifest, case_id: str, source: str) -> None:
+    if case_id not in manifest.case_ids:
+        raise ContractError(source, "--case-id", f"unknown case id {case_id!r}",
+                            f"use one of {list(manifest.case_ids)}")
+
+
+def main(argv=None) -> int:
+    parser = parser_from_doc(__doc__, "case_adapter")
+    parser.add_argument("--op-dir", required=True, help="operator directory")
+    parser.add_argument("--case-id", required=True, help="manifest case id to run")
+    parser.add_argument("--runner", help="test file (default: test_<op>.py in --op-dir)")
+    parser.add_argument("--manifest", help="manifest (default: <op-dir>/PERFORMANCE_CASES.json)")
+    args = parser.parse_args(argv)
+    op_dir = Path(args.op_dir).resolve()
+    manifest_path = Path(args.manifest or op_dir / protocol.MANIFEST_NAME)
+    manifest = load_manifest(manifest_path, check_schema=False)  # the parent validated it
+    known_case(manifest, args.case_id, str(manifest_path))
+    runner = Path(args.runner).resolve() if args.runner else find_runner(op_dir)
+    seed_all()
+    try:
+        if manifest.case(args.case_id).test_function is None and len(manifest.cases) == 1:
+            runpy.run_path(str(runner), run_name="__main__")
+        else:
+            module = load_runner_module(runner, op_dir)
+            case_function(module, manifest, args.case_id, str(manifest_path))()
+    except (ContractError, CheckFailed):
+        raise
+    except Exception as exc:  # the operator's own test failed: report it on one line
+        raise CheckFailed(runner, args.case_id, f"test raised {type(exc).__name__}: {exc}",
+                          "fix the operator or its test") from None
+    print(f"{protocol.SELECTED_CASE_MARKER}{args.case_id}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(run_cli(main))

@@ -1,0 +1,190 @@
+"""The cpu backend's measured process: one case per process, as on the NPU.
+
+It imports the op's test module, replaces the module global named by the frozen op name (e.g.
+``softmax_kernel``) with a timing shim and calls the case's ``test_function``: ``--warmup``
+untimed calls, then ``--repeats`` timed calls. ``random``/``numpy`` are seeded with 42 before every
+test call. One full ``gc.collect()`` + ``gc.freeze()`` runs before the first call, never between
+calls: a collection right before a sample walks the whole heap and leaves the caches cold, which
+inflated µs-scale kernels up to 30x against ``timeit`` (docs/benchmarks.md §3). The shim disables
+GC only around the op call and times it with ``time.perf_counter_ns``. Every test call must call
+the op exactly once (0 or >=2 calls fails, the cpu twin of msprof's "exactly one matching row").
+Inputs are built by the test outside the op call, so they are never timed.
+
+``--mode profile`` instead runs the case once under ``sys.setprofile`` and records every Python
+function defined in the runner/op folders (discovery). Results go to ``--output`` as JSON; stdout
+carries exactly one ``PYPTO_PERF_SELECTED_CASE=<id>`` line. Unknown case id: exit 2.
+
+usage:
+  python -m perftune.measure.backends.cpu_runner --op-dir DIR --runner FILE --manifest FILE --case-id ID
+      --op-name NAME --warmup N --repeats N --output FILE [--mode time|profile]
+"""
+
+from __future__ import annotations
+
+import gc
+import sys
+import time
+from pathlib import Path
+
+from ... import fsio
+from ...contract import protocol
+from ...argv import parser_from_doc
+from ...errors import CheckFailed, ContractError, run_cli
+from ...contract.manifest import load_manifest
+from .case_adapter import case_function, known_case, load_runner_module, seed_all
+
+
+class TimingShim:
+    """Callable standing in for the op: times each call, counts calls."""
+
+    def __init__(self, target) -> None:
+        self.target = target
+        self.calls = 0
+        self.durations_ns: list[int] = []
+
+    def __call__(self, *args, **kwargs):
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            start = time.perf_counter_ns()
+            result = self.target(*args, **kwargs)
+            stop = time.perf_counter_ns()
+        finally:
+            if enabled:
+                gc.enable()
+        self.calls += 1
+        self.durations_ns.append(stop - start)
+        return result
+
+
+def _shim(module, op_name: str, source: str) -> tuple[object, "TimingShim"]:
+    target = getattr(module, op_name, None)
+    if not callable(target):
+        raise ContractError(source, "protocol.op_name", f"{op_name!r} is not a function of the runner module",
+                            "freeze the exact name of the kernel function (see list-op-names)")
+    shim = TimingShim(target)
+    setattr(module, op_name, shim)
+    return target, shim
+
+
+def _one_call(shim: TimingShim, function, op_name: str, index: int, source: str) -> dict:
+    shim.calls, shim.durations_ns = 0, []
+    seed_all()
+    function()
+    if shim.calls != 1:
+        raise CheckFailed(source, op_name, f"test call {index + 1} called the op {shim.calls} times",
+                          "each test must launch the target exactly once")
+    return {"duration_ns": shim.durations_ns[0], "calls": shim.calls}
+
+
+def _settle_heap() -> None:
+    """Collect once and move every surviving object out of GC's reach before the first call."""
+    gc.collect()
+    gc.freeze()
+
+
+def time_case(module, function, op_name: str, warmup: int, repeats: int, source: str) -> list[dict]:
+    """Run warm-ups then repeats of ``function`` with ``op_name`` shimmed; one sample per repeat."""
+    target, shim = _shim(module, op_name, source)
+    _settle_heap()
+    try:
+        calls = [_one_call(shim, function, op_name, i, source) for i in range(warmup + repeats)]
+    finally:
+        setattr(module, op_name, target)
+    return calls[warmup:]
+
+
+def time_paired(arms: dict[str, tuple[object, object]], op_name: str, warmup: int, repeats: int,
+                source: str) -> dict:
+    """Interleave the ``baseline`` and ``candidate`` arms in one process, per repeat.
+
+    Repeat k runs baseline first when k is odd and candidate first when k is even (warm-ups too),
+    so slow drift and "always second" effects cancel; the order of every repeat is returned.
+    """
+    shims = {arm: _shim(module, op_name, f"{source} ({arm})") for arm, (module, _f) in arms.items()}
+    _settle_heap()
+    samples: dict[str, list[dict]] = {"baseline": [], "candidate": []}
+    order = []
+    try:
+        for index in range(warmup + repeats):
+            sequence = ["baseline", "candidate"] if (index - warmup) % 2 == 0 else ["candidate", "baseline"]
+            for arm in sequence:
+                result = _one_call(shims[arm][1], arms[arm][1], op_name, index, f"{source} ({arm})")
+                if index >= warmup:
+                    samples[arm].append(result)
+            if index >= warmup:
+                order.append(sequence)
+    finally:
+        for arm, (module, _f) in arms.items():
+            setattr(module, op_name, shims[arm][0])
+    return {"samples": samples["candidate"], "baseline_samples": samples["baseline"], "order": order}
+
+
+def profile_case(function, roots: list[Path]) -> list[dict]:
+    """Run once under ``sys.setprofile``; inclusive time of functions defined under ``roots``."""
+    folders = tuple(str(r.resolve()) + "/" for r in roots)
+    stack: dict[int, list[int]] = {}
+    totals: dict[str, list[int]] = {}
+
+    def hook(frame, event, _arg):
+        code = frame.f_code
+        if event not in ("call", "return") or not code.co_filename.startswith(folders):
+            return
+        if event == "call":
+            stack.setdefault(id(frame), []).append(time.perf_counter_ns())
+        elif stack.get(id(frame)):
+            elapsed = time.perf_counter_ns() - stack[id(frame)].pop()
+            entry = totals.setdefault(code.co_qualname, [0, 0])
+            entry[0] += 1
+            entry[1] += elapsed
+
+    seed_all()
+    sys.setprofile(hook)
+    try:
+        function()
+    finally:
+        sys.setprofile(None)
+    rows = [{"count": c, "task_type": "python_function", "total_duration_us": round(ns / 1000, 3),
+             "exact_op_name": name} for name, (c, ns) in totals.items()]
+    return sorted(rows, key=lambda r: (-r["total_duration_us"], r["exact_op_name"]))
+
+
+def main(argv=None) -> int:
+    parser = parser_from_doc(__doc__, "cpu_runner")
+    for flag in ("--op-dir", "--runner", "--manifest", "--case-id", "--output"):
+        parser.add_argument(flag, required=True)
+    parser.add_argument("--op-name", default="")
+    parser.add_argument("--warmup", type=int, default=0)
+    parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--mode", choices=("time", "profile"), default="time")
+    parser.add_argument("--paired-runner", help="saved baseline runner, interleaved per repeat (time mode)")
+    args = parser.parse_args(argv)
+    manifest = load_manifest(args.manifest, check_schema=False)  # the parent validated it
+    known_case(manifest, args.case_id, args.manifest)
+    op_dir, runner = Path(args.op_dir).resolve(), Path(args.runner).resolve()
+    module = load_runner_module(runner, op_dir)
+    function = case_function(module, manifest, args.case_id, args.manifest)
+    try:
+        if args.mode == "profile":
+            result = {"rows": profile_case(function, sorted({op_dir, runner.parent}))}
+        elif args.paired_runner:
+            base_runner = Path(args.paired_runner).resolve()
+            base = load_runner_module(base_runner, op_dir, name=f"{base_runner.stem}__paired_baseline")
+            arms = {"baseline": (base, case_function(base, manifest, args.case_id, args.manifest)),
+                    "candidate": (module, function)}
+            result = time_paired(arms, args.op_name, args.warmup, args.repeats, str(runner))
+        else:
+            result = {"samples": time_case(module, function, args.op_name, args.warmup, args.repeats,
+                                           str(runner))}
+    except (ContractError, CheckFailed):
+        raise
+    except Exception as exc:  # the operator's own test failed: one line, exit 1
+        raise CheckFailed(runner, args.case_id, f"test raised {type(exc).__name__}: {exc}",
+                          "fix the operator or its test") from None
+    fsio.write_json(args.output, {"case_id": args.case_id, "op_name": args.op_name, **result})
+    print(f"{protocol.SELECTED_CASE_MARKER}{args.case_id}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(run_cli(main))

@@ -1,0 +1,325 @@
+"""Running collections: formal rounds, quick screens, discovery and the selector preflight.
+
+Order of a formal round (DESIGN §4.3): resolve the protocol from the frozen manifest (a CLI value
+that contradicts it is refused), check the backend's environment, run the selector preflight,
+hash the sources, reserve ``round_NNN`` and write ``collection.json`` (in_progress), measure each
+case (a failed case is retried up to ``retry`` more times; failed attempts are kept), re-hash the
+sources and the manifest, then mark the round complete or failed with the reason.
+
+Paired rounds (``paired_with`` = a saved copy of the baseline sources) alternate which arm goes
+first (repeat 1 baseline first, repeat 2 candidate first, ...): an ABBA-style interleave, so neither
+slow drift nor "always second" effects bias the speed-up. The order of each repeat is recorded.
+A backend that can hold both arms in one process (cpu: ``run_paired_case``) interleaves them there,
+call by call; otherwise every repeat is two fresh processes, one per arm.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from . import evidence
+from .. import fsio
+from ..contract import protocol, schemas
+from .backends import get_backend
+from .backends.base import (Backend, RunSpec, choose_selector, preflight, repeat_dir_name,
+                            write_evidence_status)
+from .backends.case_adapter import find_runner
+from ..errors import CheckFailed, ContractError
+from ..contract.manifest import Manifest, Protocol, load_manifest, make_protocol
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Overrides:
+    """Optional CLI protocol values; each one may only confirm the frozen manifest."""
+
+    backend: str | None = None
+    device_id: int | None = None
+    warmup: int | None = None
+    repeats: int | None = None
+    op_name: str | None = None
+
+
+@dataclass(frozen=True)
+class Context:
+    op_dir: Path
+    manifest_path: Path
+    manifest: Manifest
+    protocol: Protocol
+    backend: Backend
+    spec: RunSpec
+
+
+def resolve_protocol(manifest: Manifest, given: Overrides, source: str) -> Protocol:
+    """The frozen protocol; a v1 manifest takes every value from the CLI (all required)."""
+    fields = {"backend": "backend", "device_id": "device", "warmup": "warmup", "repeats": "repeats",
+              "op_name": "op-name"}
+    if manifest.protocol is None:
+        missing = [f"--{flag}" for name, flag in fields.items() if getattr(given, name) is None]
+        if missing:
+            raise ContractError(source, "protocol", f"schema_version 1 manifest needs {missing}",
+                                "pass them, or freeze a v2 manifest with freeze_cases.py")
+        return make_protocol(**{name: getattr(given, name) for name in fields})
+    for name, flag in fields.items():
+        value, frozen = getattr(given, name), getattr(manifest.protocol, name)
+        if value is not None and value != frozen:
+            raise ContractError(source, f"--{flag}", f"{value!r} contradicts the frozen protocol {frozen!r}",
+                                "drop the flag; the manifest is the source of truth")
+    return manifest.protocol
+
+
+def check_manifest_unchanged(root: Path, manifest_path: Path) -> None:
+    """Refuse a frozen manifest edited after the golden report or a complete round recorded its sha256."""
+    current = fsio.sha256_file(manifest_path)
+    recorded = []
+    golden_path = root / protocol.GOLDEN_REPORT_NAME
+    if golden_path.is_file():
+        golden = fsio.read_json(golden_path, what="golden report")
+        source = golden.get("case_manifest_source") if isinstance(golden, dict) else None
+        recorded.append((golden_path, source.get("sha256") if isinstance(source, dict) else None))
+    for row in evidence.list_rounds(root):
+        if row["status"] == "complete":
+            coll = fsio.read_json(row["path"] / evidence.COLLECTION_JSON, what="collection.json")
+            recorded.append((row["path"] / evidence.COLLECTION_JSON, coll.get("performance_cases", {}).get("sha256")))
+    for where, sha in recorded:
+        if sha is not None and sha != current:
+            shown = fsio.display_path(where, root)
+            raise ContractError(manifest_path, "sha256", f"changed after freezing ({shown} recorded "
+                                f"{sha[:12]}, the file is now {current[:12]})",
+                                "restore the frozen manifest; a new contract needs a new operator directory")
+
+
+def prepare(op_dir: str | Path, given: Overrides, *, check_env: bool = True) -> Context:
+    root = Path(op_dir).resolve()
+    if not root.is_dir():
+        raise ContractError(op_dir, "--op-dir", "is not a directory", "pass the operator directory")
+    manifest_path = root / protocol.MANIFEST_NAME
+    manifest = load_manifest(manifest_path)
+    check_manifest_unchanged(root, manifest_path)
+    proto = resolve_protocol(manifest, given, str(manifest_path))
+    backend = get_backend(proto.backend)
+    if check_env:
+        backend.check_environment()
+    spec = RunSpec(op_dir=root, runner=find_runner(root), manifest=manifest, device_id=proto.device_id,
+                   warmup=proto.warmup, repeats=proto.repeats, op_name=proto.op_name, seed=proto.seed,
+                   selector=choose_selector(manifest, manifest_path), manifest_path=manifest_path)
+    return Context(root, manifest_path, manifest, proto, backend, spec)
+
+
+def _identity(ctx: Context) -> dict[str, Any]:
+    files = evidence.source_files(ctx.op_dir, ctx.manifest)
+    record = fsio.file_record(ctx.manifest_path, ctx.op_dir)
+    return {"executable_sha256": evidence.executable_sha256(ctx.op_dir, files),
+            "source_files": [fsio.file_record(p, ctx.op_dir) for p in files],
+            "performance_cases": {**record, "schema_version": ctx.manifest.schema_version}}
+
+
+def _drift(ctx: Context, start: dict[str, Any]) -> str | None:
+    now = _identity(ctx)
+    for key in ("executable_sha256", "performance_cases"):
+        if now[key] != start[key]:
+            return f"{key} changed during the round ({key} at start differs from at end); no stitched evidence"
+    return None
+
+
+def _collection_id(mode: str, folder: str) -> str:
+    """``<mode>_<UTC yyyymmddThhmmssZ>_<folder name>``: unique per op dir because the folder is."""
+    stamp = evidence.utc_now().replace("-", "").replace(":", "")
+    return f"{mode}_{stamp}_{folder}"
+
+
+def _baseline_drift(ctx: Context, paired: dict[str, Any] | None) -> str | None:
+    if not paired:
+        return None
+    version = (ctx.op_dir / paired["baseline_version"]).resolve()
+    files = evidence.source_files(version, ctx.manifest)
+    if evidence.executable_sha256(version, files) != paired["baseline_executable_sha256"]:
+        return "baseline_executable_sha256 changed during the round; no stitched evidence"
+    return None
+
+
+def run_preflight(ctx: Context, spec: RunSpec | None = None) -> list[dict[str, Any]]:
+    return preflight(ctx.backend, spec or ctx.spec, list(ctx.manifest.case_ids))
+
+
+def _header(ctx: Context, collection_id: str, ident: dict[str, Any]) -> dict[str, Any]:
+    return {"collection_id": collection_id, "operator_dir": ctx.op_dir.as_posix(),
+            "backend": ctx.protocol.backend, "target_op_name": ctx.protocol.op_name,
+            "device_id": ctx.protocol.device_id, "seed": ctx.protocol.seed, "warmup": ctx.protocol.warmup,
+            "repeats": ctx.protocol.repeats, "expected_cases": list(ctx.manifest.case_ids),
+            "performance_cases": ident["performance_cases"], "executable_sha256": ident["executable_sha256"],
+            "created_at": evidence.utc_now()}
+
+
+def _paired_case(ctx: Context, base_spec: RunSpec, case, attempt: Path):
+    together = ctx.backend.run_paired_case(ctx.spec, base_spec, case, attempt)
+    if together is None:
+        candidate, baseline, order = [], [], []
+        for index in range(1, ctx.spec.repeats + 1):
+            arms = ["baseline", "candidate"] if index % 2 else ["candidate", "baseline"]
+            repeat = attempt / repeat_dir_name(index)
+            results = {arm: ctx.backend.run_repeat(base_spec if arm == "baseline" else ctx.spec, case, repeat / arm)
+                       for arm in arms}
+            baseline.append(results["baseline"])
+            candidate.append(results["candidate"])
+            order.append(arms)
+    else:
+        candidate, baseline, order = together
+    for index, arms in enumerate(order, 1):
+        write_evidence_status(attempt / repeat_dir_name(index), {
+            "backend": ctx.backend.name, "case": case.id, "target_op_name": ctx.spec.op_name,
+            "status": "complete", "timing_source_file": f"candidate/{ctx.backend.timing_source_file}",
+            "repeat": index, "paired_order": arms})
+    return candidate, baseline, order
+
+
+def _collect_case(ctx: Context, case, case_dir: Path, retry: int, base_spec: RunSpec | None, progress: Progress):
+    """Run one case with retries; keep failed attempts; return (candidate, baseline, order, attempts)."""
+    errors = []
+    for number in range(1, retry + 2):
+        attempt = case_dir / f"attempt_{number:02d}"
+        try:
+            if base_spec is None:
+                result = (ctx.backend.run_case(ctx.spec, case, attempt), None, None)
+            else:
+                result = _paired_case(ctx, base_spec, case, attempt)
+        except CheckFailed as exc:
+            errors.append(exc.line())
+            progress(f"  {case.id}: attempt {number} failed: {exc.problem}")
+            continue
+        for index in range(1, ctx.spec.repeats + 1):
+            (attempt / repeat_dir_name(index)).rename(case_dir / repeat_dir_name(index))
+        for leftover in attempt.iterdir():
+            leftover.rename(case_dir / leftover.name)
+        attempt.rmdir()
+        return (*result, number)
+    raise CheckFailed(case_dir, case.id, f"failed after {retry + 1} attempt(s): {errors[-1]}",
+                      "see the attempt_NN folders; fix the runner and collect a new round")
+
+
+def run_formal(ctx: Context, *, retry: int = 0, paired_with: Path | None = None,
+               progress: Progress = lambda _line: None) -> dict[str, Any]:
+    """One formal round; returns the final ``collection.json`` content (+ ``round`` path)."""
+    if retry < 0:
+        raise ContractError("collect_perf.py", "--retry", f"{retry} < 0", "use 0 or more")
+    base_spec, paired = None, None
+    if paired_with is not None:
+        version = Path(paired_with).resolve()
+        if not version.is_dir():
+            raise ContractError(paired_with, "--paired-with", "is not a directory", "pass a saved version folder")
+        base_spec = dataclasses.replace(ctx.spec, runner=find_runner(version))
+        base_files = evidence.source_files(version, ctx.manifest)
+        paired = {"baseline_version": fsio.display_path(version, ctx.op_dir), "order": "alternating_first_arm",
+                  "baseline_executable_sha256": evidence.executable_sha256(version, base_files),
+                  "baseline_source_files": [fsio.file_record(p, version) for p in base_files]}
+        run_preflight(ctx, base_spec)
+    run_preflight(ctx)
+    ident = _identity(ctx)
+    revision = evidence.source_revision(ctx.op_dir)
+
+    def first_record(name: str) -> dict[str, Any]:
+        record = {**_header(ctx, _collection_id("compare", name), ident),
+                  "mode": "compare", "status": "in_progress", "source_files": ident["source_files"],
+                  "source_revision": revision, "protocol": ctx.protocol.as_dict(),
+                  "selector": ctx.spec.selector.as_dict(), "case_attempts": {}}
+        return {**record, "paired": paired} if paired else record
+
+    for name in evidence.mark_abandoned(ctx.op_dir):
+        progress(f"{name}: its collector is gone (killed or crashed); marked failed (abandoned)")
+    round_dir, collection, lock = evidence.reserve_round(ctx.op_dir, first_record)
+    try:
+        return _collect_round(ctx, round_dir, collection, retry, base_spec, paired, ident, progress)
+    finally:
+        lock.release(unlink=True)
+
+
+def _collect_round(ctx, round_dir, collection, retry, base_spec, paired, ident, progress) -> dict[str, Any]:
+    progress(f"{round_dir.name}: {collection['collection_id']} ({len(ctx.manifest.cases)} cases, "
+             f"{ctx.spec.repeats} repeats, backend {ctx.backend.name})")
+    try:
+        for case in ctx.manifest.cases:
+            _formal_case(ctx, collection, round_dir, case, retry, base_spec, progress)
+        failure = _drift(ctx, ident) or _baseline_drift(ctx, paired)
+    except CheckFailed as exc:
+        failure = exc.line()
+    except BaseException as exc:
+        _finish(round_dir, collection, f"interrupted: {type(exc).__name__}: {exc}")
+        raise
+    return _finish(round_dir, collection, failure)
+
+
+def _formal_case(ctx, collection, round_dir, case, retry, base_spec, progress) -> None:
+    case_dir = round_dir / evidence.case_dir_name(case.id)
+    case_dir.mkdir()
+    candidate, baseline, order, attempts = _collect_case(ctx, case, case_dir, retry, base_spec, progress)
+    rel = [fsio.display_path(case_dir / repeat_dir_name(i), ctx.op_dir) for i in range(1, ctx.spec.repeats + 1)]
+    record = evidence.measurement_record(
+        collection_id=collection["collection_id"], case_id=case.id, op_name=ctx.spec.op_name,
+        backend=ctx.backend.name, method=ctx.protocol.aggregation, repeat_dirs=rel,
+        timing_file=ctx.backend.timing_source_file, results=candidate, baseline=baseline, order=order)
+    evidence.write_measurement(case_dir, record)
+    collection["case_attempts"][case.id] = attempts
+    evidence.write_collection(round_dir, collection)
+    progress(f"  {case.id}: {record['aggregation_method']} {record['aggregate_us']:.3f} us "
+             f"over {len(candidate)} repeats" + (f" (baseline {record['baseline_aggregate_us']:.3f} us)"
+                                                 if baseline else ""))
+
+
+def _finish(round_dir: Path, collection: dict[str, Any], failure: str | None) -> dict[str, Any]:
+    collection["completed_at"] = evidence.utc_now()
+    if failure:
+        collection.update(status="failed", failure=failure)
+    else:
+        collection.update(status="complete", completed_cases=len(collection["expected_cases"]),
+                          evidence_seal=evidence.evidence_seal(round_dir))
+    evidence.write_collection(round_dir, collection)
+    return {**collection, "round": round_dir.as_posix()}
+
+
+def run_quick(ctx: Context, *, progress: Progress = lambda _line: None) -> dict[str, Any]:
+    """A quick screen under ``docs/perf/quick/quick_NNN``; never ranks, never touches rounds."""
+    run_preflight(ctx)
+    ident = _identity(ctx)
+    quick_dir, obj = evidence.reserve_quick(ctx.op_dir, lambda name: {
+        **_header(ctx, _collection_id("quick", name), ident), "mode": "quick", "never_ranks": True,
+        "status": "in_progress", "timing_source_file": ctx.backend.timing_source_file, "cases": []})
+    path = quick_dir / protocol.QUICK_NAME
+    try:
+        for case in ctx.manifest.cases:
+            raw = quick_dir / evidence.case_dir_name(case.id)
+            samples = ctx.backend.quick_case(ctx.spec, case, raw)
+            value, used = evidence.aggregate(samples, ctx.protocol.aggregation)
+            obj["cases"].append({"case": case.id, "duration_samples_us": samples, "aggregate_us": value,
+                                 "aggregation_method": used, "raw_dir": fsio.display_path(raw, ctx.op_dir)})
+            progress(f"  {case.id}: quick {used} {value:.3f} us over {len(samples)} repeats")
+        failure = _drift(ctx, ident)
+    except CheckFailed as exc:
+        failure = exc.line()
+    obj["completed_at"] = evidence.utc_now()
+    obj.update({"status": "failed", "failure": failure} if failure else {"status": "complete"})
+    _write_quick(path, obj)
+    return {**obj, "path": path.as_posix()}
+
+
+def _write_quick(path: Path, obj: dict[str, Any]) -> None:
+    schemas.validate(obj, "quick_performance", path)
+    fsio.write_json(path, obj)
+
+
+def list_op_names(ctx: Context, case_id: str) -> list[dict[str, Any]]:
+    """Discovery on one known case: the exact names to freeze (one-off, nothing kept)."""
+    if case_id not in ctx.manifest.case_ids:
+        raise ContractError(ctx.manifest_path, "--case-id", f"unknown case id {case_id!r}",
+                            f"use one of {list(ctx.manifest.case_ids)}")
+    scratch = Path(tempfile.mkdtemp(prefix="perftune_discovery_"))
+    try:
+        return ctx.backend.list_op_names(ctx.spec, ctx.manifest.case(case_id), scratch)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)

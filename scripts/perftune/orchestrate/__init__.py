@@ -1,0 +1,4 @@
+"""Around the stages: the orchestrator state machine, environment check, docs index, host installs.
+
+May import: perftune.errors, perftune.fsio, perftune.argv, perftune.contract
+"""

@@ -1,0 +1,89 @@
+"""Gather the Stage 5 evidence and write ``PERFORMANCE_REPORT.md`` with its figures.
+
+Every number is recomputed from disk by the decision modules: the compare of the baseline and
+final rounds named in ``performance.json`` (``compare.load_formal``), the ranking
+(``candidates.rank``); the ledger and terminal evidence are validated before rendering.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..decide import candidates, compare, ledger
+from ..measure import evidence
+from .. import fsio
+from ..contract import manifest, protocol, schemas
+from . import final_md, final_plots, formal
+
+TERMINAL_NAME = "terminal_evidence.json"
+
+
+def _optional(path: Path, load, *args) -> Any:
+    """None when ``path`` was never written; a present but invalid file is an error (exit 2)."""
+    return load(*args) if path.exists() else None
+
+
+def _terminal(root: Path) -> dict[str, Any] | None:
+    path = root / protocol.PERF_DIR / TERMINAL_NAME
+    if not path.is_file():
+        return None
+    obj = fsio.read_json(path, what="terminal evidence")
+    schemas.validate(obj, "terminal_evidence", path)
+    return obj
+
+
+def evidence_paths(root: Path) -> list[str]:
+    """Every evidence file and folder of the operator, relative, in a stable order."""
+    perf = root / protocol.PERF_DIR
+    found = [fsio.display_path(root / name, root) for name in
+             (protocol.MANIFEST_NAME, protocol.GOLDEN_REPORT_NAME, protocol.PERFORMANCE_JSON,
+              protocol.PERFORMANCE_LOG, protocol.PERF_REPORT_MD) if (root / name).is_file()]
+    for pattern in ("round_*", "quick/quick_*", "correctness/*.json", "versions/*", "*.json"):
+        found += [fsio.display_path(p, root) for p in sorted(perf.glob(pattern)) if not p.is_symlink()]
+    return found
+
+
+def _figures(root: Path, task: str, selection: dict | None, terminal: dict | None) -> dict[str, str]:
+    out, figures = {}, root / protocol.FIGURES_DIR
+    if selection and selection.get("candidates"):
+        rows = selection["candidates"]
+        path = final_plots.candidate_scores(
+            [r["version_id"] for r in rows], [r.get("score") for r in rows], [r.get("ci") for r in rows],
+            [bool(r.get("in_tie_set")) for r in rows], selection.get("chosen"), selection["rule"]["delta"],
+            figures / "candidate_scores.png", f"{task}: candidate suite scores (tie set hatched)")
+        out["Candidate scores and the tie set"] = fsio.display_path(path, root)
+    if terminal and terminal["cases"]:
+        names, ai, rate, peaks = [], [], [], []
+        for c in terminal["cases"]:
+            roof = c["roofline_terminal"]
+            ops = roof["arithmetic_intensity_ops_per_byte"] * roof["necessary_bytes"]
+            names.append(c["case"])
+            ai.append(roof["arithmetic_intensity_ops_per_byte"])
+            rate.append(ops / roof["measured_us"] / 1e3 if roof.get("measured_us") else None)
+            peaks.append((ops / roof["compute_floor_us"] / 1e3, roof["necessary_bytes"] / roof["memory_floor_us"] / 1e3))
+        path = final_plots.roofline(names, ai, rate, peaks[0][0], peaks[0][1], figures / "roofline.png",
+                                    f"{task}: roofline of the final version per P0 case")
+        out["Roofline per P0 case"] = fsio.display_path(path, root)
+    return out
+
+
+def build(op_dir: str | Path) -> dict[str, Any]:
+    """Write PERFORMANCE_REPORT.md (+ figures); returns {report, figures}."""
+    root = Path(op_dir)
+    man = manifest.load_manifest(root / protocol.MANIFEST_NAME)
+    perf_file = fsio.read_json(root / protocol.PERFORMANCE_JSON, what="performance.json")
+    perf = compare.load_formal(root, perf_file["baseline_collection_id"], perf_file["final_collection_id"])
+    ledger_obj = _optional(ledger.ledger_path(root), ledger.load_ledger, ledger.ledger_path(root))
+    selection = _optional(candidates.paths(root)[0], candidates.rank, root)
+    terminal = _terminal(root)
+    task = root.resolve().name
+    figures = _figures(root, task, selection, terminal)
+    figures.update({"Speed-up per case with CI and noise band": f"{protocol.FIGURES_DIR}/{formal.FIGURES['speedup']}",
+                    "Baseline vs final samples per case": f"{protocol.FIGURES_DIR}/{formal.FIGURES['samples']}"})
+    figures = {k: v for k, v in figures.items() if (root / v).is_file()}
+    inputs = final_md.FinalInputs(task, man.raw, fsio.file_record(root / protocol.MANIFEST_NAME, root), perf,
+                                  ledger_obj, selection, terminal, evidence_paths(root), figures)
+    report = fsio.write_text(root / protocol.PERFORMANCE_REPORT_MD, final_md.render(inputs))
+    return {"report": fsio.display_path(report, root), "figures": sorted(figures.values()),
+            "evidence_paths": len(inputs.evidence_paths), "rounds": [r["name"] for r in evidence.list_rounds(root)]}

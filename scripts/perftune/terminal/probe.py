@@ -1,0 +1,162 @@
+"""Measurements behind cpu terminal evidence: platform peaks and a kernel's fixed per-call overhead.
+
+Platform probe (:func:`probe_platform`, in-process, ~1 s): the *practical numpy roof* of this
+machine, single thread, float32 — not the silicon peak, because a numpy kernel cannot beat it:
+- memory: ``numpy.copyto`` of a 64 MiB float64 array (≫ L2 and L3), bytes = read + write, best of 7;
+- arithmetic: multiply-add (``multiply`` then ``add``, 2 op/element, in place) on 64 Ki float32
+  (256 KiB, L2-resident), best of 7 loops of 200 iterations;
+- transcendental: in-place ``exp`` on the same in-cache float32 array, best of 7 loops of 100.
+
+Fixed overhead (``python -m perftune.terminal.probe`` in the op dir, one process for all cases):
+imports the op's test module like the cpu runner, replaces the frozen op with a shim, runs the
+case's test once (so the real arguments reach the op), then times the *same* kernel on every
+array argument cut to its first element along every axis (``a[:1, :1]``): what remains is the
+fixed per-call cost (interpreter, ufunc dispatch, allocation). Median of 101 calls, in µs.
+
+usage:
+  python -m perftune.terminal.probe --op-dir DIR --runner FILE --manifest FILE --op-name NAME
+      --case-id ID [--case-id ID ...] --output FILE
+"""
+
+from __future__ import annotations
+
+import gc
+import platform as host
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .. import fsio
+from ..argv import parser_from_doc
+from ..measure.backends.case_adapter import case_function, known_case, load_runner_module, seed_all
+from ..errors import CheckFailed, ContractError, run_cli
+from ..contract.manifest import load_manifest
+
+TINY_CALLS = 101
+COPY_BYTES = 64 * 1024 * 1024
+CACHE_ELEMENTS = 64 * 1024
+
+
+def _best_seconds(step, loops: int, rounds: int = 7) -> float:
+    best = float("inf")
+    for _ in range(rounds):
+        start = time.perf_counter()
+        for _ in range(loops):
+            step()
+        best = min(best, time.perf_counter() - start)
+    return best / loops
+
+
+def probe_platform(now: str) -> dict[str, Any]:
+    """Measure this machine's practical numpy peaks; a platform dict (schemas/platform)."""
+    src = np.ones(COPY_BYTES // 8)
+    dst = np.empty_like(src)
+    copy_s = _best_seconds(lambda: np.copyto(dst, src), 1)
+    a = np.full(CACHE_ELEMENTS, 1.0001, np.float32)
+    b = np.full(CACHE_ELEMENTS, 1e-7, np.float32)
+    t = np.ones(CACHE_ELEMENTS, np.float32)
+
+    def fma():
+        np.multiply(t, a, out=t)
+        np.add(t, b, out=t)
+
+    fma_s = _best_seconds(fma, 200)
+    e = np.full(CACHE_ELEMENTS, -1.0, np.float32)
+    exp_s = _best_seconds(lambda: np.exp(e, out=t), 100)
+    source = f"terminal_evidence.py probe on this host at {now}"
+    peaks = {
+        "memory_bytes_per_s": {"value": round(2 * COPY_BYTES / copy_s), "unit": "B/s", "status": "measured",
+                               "source": f"{source}: numpy.copyto of {COPY_BYTES >> 20} MiB, read+write"},
+        "arithmetic_ops_per_s": {"value": round(2 * CACHE_ELEMENTS / fma_s), "unit": "op/s", "status": "measured",
+                                 "source": f"{source}: float32 multiply+add on {CACHE_ELEMENTS} in-cache elements"},
+        "transcendental_ops_per_s": {"value": round(CACHE_ELEMENTS / exp_s), "unit": "op/s", "status": "measured",
+                                     "source": f"{source}: float32 exp on {CACHE_ELEMENTS} in-cache elements"},
+    }
+    probe = {"measured_at": now, "machine": host.machine(), "processor": host.processor() or "-",
+             "python": host.python_version(), "numpy": np.__version__, "threads": 1,
+             "copy_bytes": COPY_BYTES, "cache_elements": CACHE_ELEMENTS, "best_of": 7}
+    return {"schema_version": 1, "platform_id": "cpu-probe", "name": f"cpu ({host.machine()}) numpy roof",
+            "backend": "cpu", "peaks": peaks, "probe": probe,
+            "notes": "practical single-thread numpy roof of the measuring host; re-probe on another host"}
+
+
+def _tiny(value):
+    if isinstance(value, np.ndarray) and value.ndim > 0:
+        return value[(slice(0, 1),) * value.ndim]
+    return value
+
+
+class CaptureShim:
+    """Stands in for the op during one test call: forwards it, remembers the arguments."""
+
+    def __init__(self, target) -> None:
+        self.target = target
+        self.calls: list[tuple[tuple, dict]] = []
+
+    def __call__(self, *args, **kwargs):
+        self.calls.append((args, kwargs))
+        return self.target(*args, **kwargs)
+
+
+def fixed_overhead_us(target, args: tuple, kwargs: dict) -> tuple[float, list[list[int]]]:
+    """Median time (µs) of ``target`` on the tiny cut of its arguments, and the tiny shapes."""
+    tiny_args = tuple(_tiny(a) for a in args)
+    tiny_kwargs = {k: _tiny(v) for k, v in kwargs.items()}
+    durations = []
+    gc.disable()
+    try:
+        for _ in range(TINY_CALLS):
+            start = time.perf_counter_ns()
+            target(*tiny_args, **tiny_kwargs)
+            durations.append(time.perf_counter_ns() - start)
+    finally:
+        gc.enable()
+    shapes = [list(a.shape) for a in (*tiny_args, *tiny_kwargs.values()) if isinstance(a, np.ndarray)]
+    return statistics.median(durations) / 1000, shapes
+
+
+def measure_case(module, function, op_name: str, case_id: str) -> dict[str, Any]:
+    target = getattr(module, op_name, None)
+    if not callable(target):
+        raise ContractError(op_name, "protocol.op_name", "is not a function of the runner module",
+                            "freeze the exact kernel name")
+    shim = CaptureShim(target)
+    setattr(module, op_name, shim)
+    try:
+        function()
+    finally:
+        setattr(module, op_name, target)
+    if len(shim.calls) != 1:
+        raise CheckFailed(op_name, case_id, f"the test called the op {len(shim.calls)} times", "launch it once")
+    try:
+        overhead, shapes = fixed_overhead_us(target, *shim.calls[0])
+    except Exception as exc:  # the kernel does not accept a tiny cut: say so, never guess
+        return {"case_id": case_id, "fixed_overhead_us": None, "tiny_shapes": None,
+                "problem": f"kernel refused the tiny input: {type(exc).__name__}: {exc}"}
+    return {"case_id": case_id, "fixed_overhead_us": overhead, "tiny_shapes": shapes, "calls": TINY_CALLS}
+
+
+def main(argv=None) -> int:
+    parser = parser_from_doc(__doc__, "terminal_probe")
+    for flag in ("--op-dir", "--runner", "--manifest", "--op-name", "--output"):
+        parser.add_argument(flag, required=True)
+    parser.add_argument("--case-id", action="append", required=True)
+    args = parser.parse_args(argv)
+    manifest = load_manifest(args.manifest)
+    module = load_runner_module(Path(args.runner).resolve(), Path(args.op_dir).resolve())
+    rows = []
+    for case_id in args.case_id:
+        known_case(manifest, case_id, args.manifest)
+        seed_all()
+        rows.append(measure_case(module, case_function(module, manifest, case_id, args.manifest),
+                                 args.op_name, case_id))
+    fsio.write_json(args.output, {"cases": rows})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(run_cli(main))

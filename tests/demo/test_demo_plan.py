@@ -1,0 +1,74 @@
+"""demo_plan: the demo's plan parsing, acceptance rule and summary (pure)."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+
+from conftest import EXAMPLE
+from perftune.demo import plan as demo_plan
+from perftune.errors import ContractError
+
+PLAN = json.loads((EXAMPLE / "variants" / "variants.json").read_text())
+
+
+def _perf(verdicts, ci_low, mean=1.5, ci_high=2.0):
+    return {"per_case": [{"case": f"c{i}", "verdict": v, "target": True} for i, v in enumerate(verdicts)],
+            "suite": {"mean_case_speedup": mean, "ci": [ci_low, ci_high]}}
+
+
+def test_the_shipped_plan_parses_and_covers_the_example_sources():
+    plan = demo_plan.parse_plan(PLAN)
+    assert [e.version_id for e in plan.experiments] == ["v1_fp32_accum", "v2_inplace", "v3_row_blocks", "v4_rowloop"]
+    shipped = ["kb-softmax-output-by-kernel", "kb-softmax-accum-fp32", "general-07", "general-13", "general-18",
+               "general-19", "card-vec-01", "template-row-block"]
+    assert demo_plan.unplanned(plan, shipped) == []
+    assert demo_plan.unplanned(plan, [*shipped, "general-99"]) == ["general-99"]
+    twin = next(c for c in plan.closures if c.item_id == "template-row-block")
+    assert twin.same_as == "general-13" and twin.status is None
+    assert len(plan.sweep_findings) == 3
+
+
+def test_plan_refuses_an_unknown_parent_and_a_closure_with_both_forms():
+    bad = copy.deepcopy(PLAN)
+    bad["variants"][1]["parent"] = "v9"
+    with pytest.raises(ContractError, match="variants\\[1\\].version_id"):
+        demo_plan.parse_plan(bad)
+    bad = copy.deepcopy(PLAN)
+    bad["closures"][0]["same_as"] = "general-13"
+    with pytest.raises(ContractError, match="exactly one of status / same_as"):
+        demo_plan.parse_plan(bad)
+    bad = copy.deepcopy(PLAN)
+    bad["variants"][0]["hypothesis"] = " "
+    with pytest.raises(ContractError, match="hypothesis"):
+        demo_plan.parse_plan(bad)
+
+
+def test_acceptance_needs_a_faster_case_and_a_suite_ci_above_one():
+    assert demo_plan.acceptance(_perf(["faster", "equivalent"], 1.02))[:2] == ("accepted", None)
+    assert demo_plan.acceptance(_perf(["faster", "equivalent"], 0.99))[:2] == ("rejected", "no_stable_gain")
+    assert demo_plan.acceptance(_perf(["equivalent", "inconclusive"], 1.2))[:2] == ("rejected", "no_stable_gain")
+    status, reason, note = demo_plan.acceptance(_perf(["faster", "slower"], 1.2))
+    assert (status, reason) == ("accepted", None) and "no veto" in note and "c1 slower" in note and "1.500" in note
+    status, reason, note = demo_plan.acceptance(_perf(["slower", "equivalent"], 0.8, mean=0.9, ci_high=0.95))
+    assert (status, reason) == ("rejected", "slower") and "stably slower" in note
+
+
+def test_acceptance_ignores_non_target_cases():
+    perf = _perf(["faster", "slower"], 1.1)
+    perf["per_case"][1]["target"] = False
+    assert demo_plan.acceptance(perf)[0] == "accepted"
+
+
+def test_summary_and_its_lines():
+    perf = {"per_case": [{"case": "c0", "baseline_us": 10.0, "final_us": 5.0, "speedup": 2.0,
+                          "speedup_ci": [1.9, 2.1], "verdict": "faster"}],
+            "suite": {"mean_case_speedup": 2.0, "ci": [1.9, 2.1]}}
+    result = demo_plan.summary(perf, {"chosen": "v2", "reason": "top"}, {"primary_failure_category": None},
+                               "/r.md", "Stage 5 verification PASSED.")
+    assert result["chosen_version"] == "v2" and result["cases"][0]["speedup_ci"] == [1.9, 2.1]
+    text = "\n".join(demo_plan.summary_lines(result))
+    assert "c0" in text and "2.000  [1.900, 2.100]  faster" in text
+    assert "chosen version: v2 (top)" in text and "Stage 5 verification PASSED." in text

@@ -1,0 +1,75 @@
+"""check_correctness.py: output parsing (pure) and real runs of the example's tests."""
+
+import json
+
+from hypothesis import given, strategies as st
+
+from conftest import assert_one_line_error, freeze_example, run_script, tree_digest
+from perftune.measure import correctness, evidence
+from perftune.contract import manifest, schemas
+
+
+def test_parse_output_takes_the_last_printed_values_and_missing_is_none():
+    text = "matched_ratio=0.5\nmatched_ratio=0.999500\nmax_abs_error=2.865e-08\nPASS\n"
+    assert correctness.parse_output(text) == {"matched_ratio": 0.9995, "max_abs_error": 2.865e-08,
+                                              "printed_pass": True}
+    assert correctness.parse_output("AssertionError: boom") == {"matched_ratio": None, "max_abs_error": None,
+                                                                "printed_pass": False}
+    assert correctness.parse_output("max_abs_error=nan\nmatched_ratio: 1")["max_abs_error"] is None
+
+
+@given(st.text(max_size=300))
+def test_parse_output_never_raises_and_returns_finite_or_none(text):
+    parsed = correctness.parse_output(text)
+    for key in ("matched_ratio", "max_abs_error"):
+        value = parsed[key]
+        assert value is None or (isinstance(value, float) and abs(value) != float("inf") and value == value)
+
+
+def test_tail_keeps_the_last_lines():
+    assert correctness.tail("\n".join(map(str, range(30))), 3) == "27\n28\n29"
+
+
+def test_all_cases_pass_and_the_record_carries_the_code_identity(op_dir):
+    freeze_example(op_dir)
+    proc = run_script("check_correctness.py", "--op-dir", op_dir, "--json")
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    record = json.loads((op_dir / out["record"]).read_text())
+    schemas.validate(record, "correctness")
+    man = manifest.load_manifest(op_dir / "PERFORMANCE_CASES.json")
+    sha = evidence.executable_sha256(op_dir, evidence.source_files(op_dir, man))
+    assert record["executable_sha256"] == sha and record["run_id"] == f"c001-{sha[:8]}"
+    assert record["all_passed"] is True and [c["id"] for c in record["cases"]] == list(man.case_ids)
+    assert all(c["matched_ratio"] == 1.0 and c["printed_pass"] and c["max_abs_error"] > 0 for c in record["cases"])
+    assert correctness.load_record(op_dir, record["run_id"]) == record
+    again = json.loads(run_script("check_correctness.py", "--op-dir", op_dir, "--json").stdout)
+    assert again["run_id"] == f"c002-{sha[:8]}"
+    assert not list(op_dir.glob("__pycache__"))
+
+
+def test_a_failing_case_exits_1_with_its_numbers_and_the_device_rule_holds(op_dir):
+    freeze_example(op_dir)
+    test = op_dir / "test_softmax.py"
+    text = test.read_text().replace("import numpy as np", "import os\nimport numpy as np", 1)
+    text = text.replace('    shape, dtype = CASES[case_id]\n', '    shape, dtype = CASES[case_id]\n'
+                        '    print("DEVICE", os.environ.get("TILE_FWK_DEVICE_ID"), os.environ.get("ASCEND_RT_VISIBLE_DEVICES"))\n'
+                        '    if case_id == "r512_c1024_fp32":\n        TOLERANCE[dtype] = (0.0, 0.0)\n')
+    test.write_text(text)
+    proc = run_script("check_correctness.py", "--op-dir", op_dir, "--json", env={"ASCEND_RT_VISIBLE_DEVICES": "3"})
+    assert proc.returncode == 1, proc.stderr
+    cases = {c["id"]: c for c in json.loads(proc.stdout)["cases"]}
+    bad = cases["r512_c1024_fp32"]
+    assert bad["passed"] is False and bad["printed_pass"] is False and bad["returncode"] == 1
+    assert bad["matched_ratio"] is not None and bad["matched_ratio"] < 0.999 and "precision gate failed" in bad["output_tail"]
+    assert all(c["passed"] for cid, c in cases.items() if cid != "r512_c1024_fp32")
+    assert all("DEVICE 0 None" in c["output_tail"] for c in cases.values())
+
+
+def test_missing_manifest_or_test_file_is_a_one_line_contract_error(op_dir):
+    before = tree_digest(op_dir)
+    assert_one_line_error(run_script("check_correctness.py", "--op-dir", op_dir), 2, "PERFORMANCE_CASES.json")
+    assert tree_digest(op_dir) == before
+    freeze_example(op_dir)
+    assert_one_line_error(run_script("check_correctness.py", "--op-dir", op_dir, "--test-file", "test_nope.py"),
+                          2, "test file not found")
