@@ -77,6 +77,7 @@ class ItemChange:
     applicability: str | None = None
     grounds: str | None = None
     expected_metric: str | None = None
+    hypothesis: str | None = None
 
 
 def _history(ledger: dict, *, at: str, actor: str, action: str, old: str | None, new: str | None,
@@ -191,6 +192,10 @@ def _apply_evidence(item: dict, change: ItemChange) -> None:
         item["applicability"]["grounds"] = change.grounds
     if change.expected_metric is not None:
         item["expected_metric"] = change.expected_metric
+    if change.hypothesis is not None:
+        if not change.hypothesis.strip():
+            raise ContractError("ledger.json", "hypothesis", "is empty", "state a falsifiable mechanism")
+        item["hypothesis"] = change.hypothesis
 
 
 def _add_relations(ledger: dict, item: dict, relations: tuple[tuple[str, str], ...]) -> None:
