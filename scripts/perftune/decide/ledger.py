@@ -106,7 +106,8 @@ def new_item(src: SourceItem, ledger: dict, *, at: str, actor: str, action: str 
 def init_ledger(enum: Enumeration, *, at: str, actor: str) -> dict[str, Any]:
     """The first ledger: one pending item per enumerated preset source, in source order."""
     ledger: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "revision": 1, "created_at": at,
-                              "sources": enum.summary(), "items": [], "sweep": None}
+                              "sources": enum.summary(), "sources_origin": dict(enum.origin), "items": [],
+                              "sweep": None}
     ledger["items"] = [new_item(src, ledger, at=at, actor=actor) for src in enum.items]
     return ledger
 
@@ -311,9 +312,13 @@ def _coverage_problems(ledger: dict, enum: Enumeration) -> list[Problem]:
         src, ref = now[item_id], have[item_id]["source_ref"]
         if have[item_id]["source_kind"] != src.source_kind:
             found.append(Problem("source_changed", item_id, f"kind {have[item_id]['source_kind']} != {src.source_kind}"))
-        elif (ref["file"], ref["anchor"], ref["sha256"]) != (src.file, src.anchor, src.sha256):
-            found.append(Problem("source_changed", item_id, f"source {src.file}#{src.anchor} changed since "
-                                 "the item was enumerated"))
+        elif (ref["file"], ref["anchor"]) != (src.file, src.anchor):
+            found.append(Problem("source_changed", item_id, f"recorded {ref['file']}#{ref['anchor']} is now "
+                                 f"enumerated as {src.file}#{src.anchor}"))
+        elif ref["sha256"] != src.sha256:
+            found.append(Problem("source_changed", item_id, f"content of {src.file} changed since the item was "
+                                 f"enumerated (sha256 {ref['sha256'][:12]} -> {src.sha256[:12]}): restore it or "
+                                 "reopen the item against the new text"))
     return found
 
 
@@ -418,6 +423,11 @@ def modify_ledger(path: str | Path, edit: Callable[[dict], dict]) -> dict:
 def check(ledger: dict, sources: Enumeration, op_dir: str | Path) -> list[Problem]:
     """:func:`check_ledger` against the evidence ids on disk under ``op_dir``."""
     return check_ledger(ledger, sources, disk_facts(op_dir))
+
+
+def recorded_sources(op_dir: str | Path, ledger: dict) -> Enumeration:
+    """The sources re-enumerated from the folder ``ledger init`` recorded (``sources_origin``)."""
+    return enumerate_sources(op_dir, case_ids_of(op_dir), origin=ledger.get("sources_origin"))
 
 
 def case_ids_of(op_dir: str | Path) -> tuple[str, ...]:
