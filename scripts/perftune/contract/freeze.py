@@ -1,8 +1,9 @@
 """Writing ``PERFORMANCE_CASES.json``: freeze, and re-freeze while no evidence depends on it.
 
 - ``freeze`` builds the manifest from SPEC.md and the ``test_*`` functions of test_<op>.py
-  (:mod:`.manifest`, ``ast``, nothing imported), checks the cpu Op Name (:mod:`.op_name`) and writes
-  the file once.
+  (:mod:`.manifest`, ``ast``, nothing imported), freezes SPEC.md's necessary-work section as
+  ``work_model`` (:mod:`.work_model`, evaluated for every case so a bad expression is refused now),
+  checks the cpu Op Name (:mod:`.op_name`) and writes the file once.
 - A frozen manifest is replaced only with ``replace`` (a reason) and only while **no round** exists
   (``docs/perf/round_*`` or ``docs/perf/quick/quick_*``: every round binds to the manifest hash).
   The replaced manifest, and a golden report bound to it, move to
@@ -17,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import fsio
-from . import manifest, op_name, protocol
+from . import manifest, op_name, protocol, work_model
 from ..errors import ContractError
 
 HISTORY_DIR = "manifest_history"
@@ -53,6 +54,12 @@ def build(root: Path, *, target_case_ids: list[str], selection_mode: str, proto:
     tests = manifest.find_test_functions(test_text, str(test_path))
     obj = manifest.build_manifest(spec, tests, target_case_ids=target_case_ids, selection_mode=selection_mode,
                                   proto=proto, spec_source=str(spec_path), test_source=str(test_path))
+    model = work_model.parse_section(spec_text, str(spec_path))
+    if model is not None:
+        for case in obj["cases"]:
+            work_model.case_work(model, case["id"], case["shape"], case["dtype"], str(spec_path))
+        obj["work_model"] = model
+        manifest.parse_manifest(obj, str(spec_path))
     facts = None
     if proto.backend == "cpu":
         facts = op_name.check_cpu_op_name(test_text, str(test_path), proto.op_name,

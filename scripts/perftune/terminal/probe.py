@@ -9,9 +9,13 @@ machine, single thread, float32 — not the silicon peak, because a numpy kernel
 
 Fixed overhead (``python -m perftune.terminal.probe`` in the op dir, one process for all cases):
 imports the op's test module like the cpu runner, replaces the frozen op with a shim, runs the
-case's test once (so the real arguments reach the op), then times the *same* kernel on every
-array argument cut to its first element along every axis (``a[:1, :1]``): what remains is the
-fixed per-call cost (interpreter, ufunc dispatch, allocation). Median of 101 calls, in µs.
+case's test once (so the real arguments reach the op), then times the *same* kernel on a cut of
+its arguments that keeps the loop structure of the real call: the leading size (axis 0 of the
+first array argument: rows, ``m``) stays whole and every other axis size becomes 1, mapped by size
+so that axes of equal size stay equal and the arguments stay compatible (softmax ``x[64, 4096]`` →
+``x[64, 1]``; linear ``x[m, k] @ w[k, n]`` → ``x[m, 1] @ w[1, 1]``). What remains is the fixed cost
+per call *and per row* (interpreter, Python loops over rows, ufunc dispatch, allocation), which a
+one-element cut would hide. Median of 101 calls, in µs.
 
 usage:
   python -m perftune.terminal.probe --op-dir DIR --runner FILE --manifest FILE --op-name NAME
@@ -84,9 +88,17 @@ def probe_platform(now: str) -> dict[str, Any]:
             "notes": "practical single-thread numpy roof of the measuring host; re-probe on another host"}
 
 
-def _tiny(value):
+def _leading_size(values) -> int | None:
+    for value in values:
+        if isinstance(value, np.ndarray) and value.ndim > 0:
+            return value.shape[0]
+    return None
+
+
+def _cut(value, keep: int | None):
+    """``value`` with every axis whose size is not ``keep`` cut to one element (arrays only)."""
     if isinstance(value, np.ndarray) and value.ndim > 0:
-        return value[(slice(0, 1),) * value.ndim]
+        return value[tuple(slice(None) if size == keep else slice(0, 1) for size in value.shape)]
     return value
 
 
@@ -103,9 +115,10 @@ class CaptureShim:
 
 
 def fixed_overhead_us(target, args: tuple, kwargs: dict) -> tuple[float, list[list[int]]]:
-    """Median time (µs) of ``target`` on the tiny cut of its arguments, and the tiny shapes."""
-    tiny_args = tuple(_tiny(a) for a in args)
-    tiny_kwargs = {k: _tiny(v) for k, v in kwargs.items()}
+    """Median time (µs) of ``target`` on the loop-preserving cut of its arguments, and the cut shapes."""
+    keep = _leading_size((*args, *kwargs.values()))
+    tiny_args = tuple(_cut(a, keep) for a in args)
+    tiny_kwargs = {k: _cut(v, keep) for k, v in kwargs.items()}
     durations = []
     gc.disable()
     try:

@@ -26,7 +26,7 @@ from ..measure import correctness, evidence
 from .. import fsio
 from ..contract import manifest, protocol, schemas
 from ..errors import ContractError, PerftuneError
-from . import stage5_evidence as ev
+from . import stage5_evidence as ev, terminal_model
 
 P1_FILES = (protocol.PERFORMANCE_REPORT_MD, protocol.PERFORMANCE_JSON, protocol.PERFORMANCE_LOG,
             protocol.PERF_REPORT_MD)
@@ -220,7 +220,8 @@ def gate_p8(ctx: Context) -> list[Finding]:
     man = _guard(ctx, "manifest", "stage5_contract_blocked")
     perf = _guard(ctx, "performance", "performance_evidence_invalid")
     return [Finding("P8", "performance_evidence_invalid", msg)
-            for msg in ev.terminal_problems(ctx.op_dir, man, perf, ctx.delivered_sha)]
+            for msg in ev.terminal_problems(ctx.op_dir, man, perf, ctx.delivered_sha)
+            + terminal_model.model_problems(man, terminal_model.load_record(ctx.op_dir))]
 
 
 GATES: tuple[tuple[str, str, Callable[[Context], list[Finding]]], ...] = (
