@@ -3,8 +3,10 @@
 Platform probe (:func:`probe_platform`, in-process, ~1 s): the *practical numpy roof* of this
 machine, single thread, float32 — not the silicon peak, because a numpy kernel cannot beat it:
 - memory: ``numpy.copyto`` of a 64 MiB float64 array (≫ L2 and L3), bytes = read + write, best of 7;
-- arithmetic: multiply-add (``multiply`` then ``add``, 2 op/element, in place) on 64 Ki float32
-  (256 KiB, L2-resident), best of 7 loops of 200 iterations;
+- arithmetic: the faster of multiply-add (``multiply`` then ``add``, 2 op/element, in place) on
+  64 Ki float32 (256 KiB, L2-resident), best of 7 loops of 200 iterations, and a float32
+  ``matmul`` of two 256x256 matrices into a preallocated output (2·256³ op), best of 7 loops of 10:
+  the roof is the fastest arithmetic numpy reaches, so a BLAS-backed kernel stays under it;
 - transcendental: in-place ``exp`` on the same in-cache float32 array, best of 7 loops of 100.
 
 Fixed overhead (``python -m perftune.terminal.probe`` in the op dir, one process for all cases):
@@ -43,6 +45,7 @@ from ..contract.manifest import load_manifest
 TINY_CALLS = 101
 COPY_BYTES = 64 * 1024 * 1024
 CACHE_ELEMENTS = 64 * 1024
+MATMUL_N = 256
 
 
 def _best_seconds(step, loops: int, rounds: int = 7) -> float:
@@ -69,20 +72,27 @@ def probe_platform(now: str) -> dict[str, Any]:
         np.add(t, b, out=t)
 
     fma_s = _best_seconds(fma, 200)
+    m = np.ones((MATMUL_N, MATMUL_N), np.float32)
+    product = np.empty_like(m)
+    matmul_s = _best_seconds(lambda: np.matmul(m, m, out=product), 10)
+    fma_rate, matmul_rate = 2 * CACHE_ELEMENTS / fma_s, 2 * MATMUL_N ** 3 / matmul_s
+    arith_how = (f"float32 matmul {MATMUL_N}x{MATMUL_N} (faster than multiply+add at {fma_rate:.3g} op/s)"
+                 if matmul_rate > fma_rate else f"float32 multiply+add on {CACHE_ELEMENTS} in-cache elements "
+                 f"(faster than matmul at {matmul_rate:.3g} op/s)")
     e = np.full(CACHE_ELEMENTS, -1.0, np.float32)
     exp_s = _best_seconds(lambda: np.exp(e, out=t), 100)
     source = f"terminal_evidence.py probe on this host at {now}"
     peaks = {
         "memory_bytes_per_s": {"value": round(2 * COPY_BYTES / copy_s), "unit": "B/s", "status": "measured",
                                "source": f"{source}: numpy.copyto of {COPY_BYTES >> 20} MiB, read+write"},
-        "arithmetic_ops_per_s": {"value": round(2 * CACHE_ELEMENTS / fma_s), "unit": "op/s", "status": "measured",
-                                 "source": f"{source}: float32 multiply+add on {CACHE_ELEMENTS} in-cache elements"},
+        "arithmetic_ops_per_s": {"value": round(max(fma_rate, matmul_rate)), "unit": "op/s", "status": "measured",
+                                 "source": f"{source}: {arith_how}"},
         "transcendental_ops_per_s": {"value": round(CACHE_ELEMENTS / exp_s), "unit": "op/s", "status": "measured",
                                      "source": f"{source}: float32 exp on {CACHE_ELEMENTS} in-cache elements"},
     }
     probe = {"measured_at": now, "machine": host.machine(), "processor": host.processor() or "-",
              "python": host.python_version(), "numpy": np.__version__, "threads": 1,
-             "copy_bytes": COPY_BYTES, "cache_elements": CACHE_ELEMENTS, "best_of": 7}
+             "copy_bytes": COPY_BYTES, "cache_elements": CACHE_ELEMENTS, "matmul_n": MATMUL_N, "best_of": 7}
     return {"schema_version": 1, "platform_id": "cpu-probe", "name": f"cpu ({host.machine()}) numpy roof",
             "backend": "cpu", "peaks": peaks, "probe": probe,
             "notes": "practical single-thread numpy roof of the measuring host; re-probe on another host"}

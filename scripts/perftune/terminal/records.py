@@ -31,7 +31,6 @@ from typing import Any
 from ..measure import evidence
 from .. import fsio
 from ..contract import protocol, schemas
-from . import probe as cpu_probe
 from . import roofline
 from ..contract import work_model
 from ..measure.backends.base import runner_env
@@ -182,7 +181,18 @@ def build(op_dir: str | Path, round_ref: str, *, platform_file: str | Path | Non
 
 
 def probe(output: str | Path) -> tuple[Path, dict[str, Any]]:
-    """Measure the cpu platform peaks and write the platform file."""
-    obj = cpu_probe.probe_platform(evidence.utc_now())
+    """Measure the cpu platform peaks (in a process with the runner's environment) and write the file."""
+    with tempfile.TemporaryDirectory(prefix="platform_probe_") as scratch:
+        raw = Path(scratch) / "platform.json"
+        argv = [sys.executable, "-m", "perftune.terminal.platform_probe", "--output", str(raw),
+                "--measured-at", evidence.utc_now()]
+        try:
+            proc = subprocess.run(argv, env=runner_env(0), capture_output=True, text=True, timeout=600)
+        except (OSError, subprocess.SubprocessError) as exc:
+            raise EnvError(output, "-", f"platform probe could not run: {exc}", "check the interpreter") from None
+        if proc.returncode != 0:
+            tail = (proc.stderr.strip().splitlines() or ["no stderr"])[-1]
+            raise EnvError(output, "platform probe", f"exit {proc.returncode}: {tail}", "check numpy")
+        obj = fsio.read_json(raw, what="platform probe output")
     schemas.validate(obj, "platform", output)
     return fsio.write_json(output, obj), obj
