@@ -1,7 +1,6 @@
 """SKILL.md's procedure commands as templates, and how a run fills them in (pure but for reading).
 
-A step is a fenced ``bash`` block of SKILL.md whose first line is ``# step: <key>`` and whose next
-line is the command. Placeholders are the UPPER_CASE words of :data:`NAMES`; :func:`fill` replaces
+A step is a fenced block of SKILL.md opened by ```` ```bash step=<key> ```` holding one command line. Placeholders are the UPPER_CASE words of :data:`NAMES`; :func:`fill` replaces
 them from the values the earlier steps' JSON produced (``DIR``, ``RUN_ID``, ``BEST_ROUND``, ...):
 
 - a token that is exactly a placeholder: a string replaces it, a list expands to several
@@ -25,9 +24,9 @@ from ..errors import ContractError
 
 ROOT = Path(__file__).resolve().parents[3]
 SKILL_MD = ROOT / "skills" / "pypto-pro-op-perf-tune" / "SKILL.md"
-_BLOCK = re.compile(r"^[ \t]*```bash\n[ \t]*# step: ([a-z0-9_]+)\n(.*?)\n[ \t]*```", re.M | re.S)
+_BLOCK = re.compile(r"^[ \t]*```bash step=([a-z0-9_]+)[ \t]*\n(.*?)\n[ \t]*```", re.M | re.S)
 NAMES = ("DIR", "TARGET_IDS", "SELECTION_MODE", "BACKEND", "OP_NAME", "DEVICE", "WARMUP", "REPEATS",
-         "NOISE_BAND", "GOLDEN_FILE", "GOLDEN_FUNCTION", "GOLDEN_FACTORY", "PLATFORM_FILE", "SOURCES_DIR",
+         "NOISE_BAND", "GOLDEN_FILE", "GOLDEN_FUNCTION", "GOLDEN_FACTORY", "SOURCES_DIR",
          "RUN_ID", "BASELINE_ROUND", "BASELINE_COLLECTION", "BEST_VERSION", "BEST_ROUND", "BEST_COLLECTION",
          "ITEM_ID", "TITLE", "HYPOTHESIS", "METRIC", "STATUS", "REASON_CODE", "APPLICABILITY", "GROUNDS",
          "NOTE", "CODE_REF", "QUICK_ID", "FORMAL_IDS", "RELATION", "VERSION_ID", "ROUND", "COMPLIANCE",
@@ -43,13 +42,13 @@ class Skill:
 
     def command(self, key: str) -> str:
         if key not in self.commands:
-            raise ContractError(self.path, f"step {key}", "has no '# step:' command block",
+            raise ContractError(self.path, f"step {key}", "has no 'bash step=' command block",
                                 "the demo runs only what SKILL.md says; add the step there")
         return self.commands[key]
 
 
 def parse(text: str, source: str | Path = SKILL_MD) -> Skill:
-    """Every ``# step: <key>`` block, in document order; a key appears once."""
+    """Every ``bash step=<key>`` block, in document order; a key appears once."""
     commands: dict[str, str] = {}
     for match in _BLOCK.finditer(text):
         key, body = match.group(1), match.group(2).strip()

@@ -1,7 +1,7 @@
 """The Stage 5 step list, shared by SKILL.md and the driver (pure data).
 
 SKILL.md (skills/pypto-pro-op-perf-tune/SKILL.md) owns the commands: each procedure command is a
-fenced ``bash`` block whose first line is ``# step: <key>``. The keys appear in SKILL.md in the
+fenced block opened by ```` ```bash step=<key> ````. The keys appear in SKILL.md in the
 order of :data:`ORDER` (``tests/demo/test_skill_steps.py`` checks both ways), and the driver runs a
 script only through :func:`perftune.demo.skill.Skill.command` of one of these keys, so the demo can
 never do what the SKILL does not say. ``phase``: ``prepare`` (once), ``item`` (per ledger item,

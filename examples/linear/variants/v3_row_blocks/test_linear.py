@@ -13,6 +13,7 @@ CASES = {
     "m64_k256_n256_relu_fp32": ((64, 256, 256), "float32", "relu"),
     "m128_k128_n512_fp16": ((128, 128, 512), "float16", "none"),
     "m3_k5_n7_relu_fp32": ((3, 5, 7), "float32", "relu"),
+    "m1_k64_n3_fp16": ((1, 64, 3), "float16", "none"),
 }
 TOLERANCE = {"float32": (1e-5, 1e-4), "float16": (1e-3, 1e-2)}
 MIN_MATCHED = 0.999
@@ -66,6 +67,9 @@ def test_m128_k128_n512_fp16():
 def test_m3_k5_n7_relu_fp32():
     _run_case("m3_k5_n7_relu_fp32")
 
+
+def test_m1_k64_n3_fp16():
+    _run_case("m1_k64_n3_fp16")
 
 if __name__ == "__main__":
     for name in sorted(CASES):
