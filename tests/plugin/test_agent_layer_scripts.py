@@ -30,23 +30,26 @@ PLACEHOLDER = "<any>"
 AGREED: dict[str, dict[str | None, set[str]]] = {
     "freeze_cases.py": {
         "freeze": {"--op-dir", "--target-case-ids", "--selection-mode", "--backend", "--op-name",
-                   "--device", "--warmup", "--repeats", "--json"},
+                   "--device", "--warmup", "--repeats", "--noise-band", "--replace", "--json"},
         "validate": {"--op-dir", "--json"}, "show": {"--op-dir", "--json"}},
     "collect_golden_reference.py": {None: {"--function", "--factory", "--case-manifest", "--output-dir",
                                            "--device", "--warmup", "--repeats", "--seed", "--backend", "--json"}},
     "collect_perf.py": {"preflight": {"--op-dir", "--json"}, "list-op-names": {"--op-dir", "--case-id", "--json"},
                         "formal": {"--op-dir", "--retry", "--paired-with", "--json"}, "quick": {"--op-dir", "--json"}},
-    "compare_perf.py": {"formal": {"--op-dir", "--baseline", "--candidate", "--json"}},
+    "compare_perf.py": {"formal": {"--op-dir", "--baseline", "--candidate", "--json"},
+                        "quick": {"--op-dir", "--baseline", "--quick", "--json"}},
     "check_correctness.py": {None: {"--op-dir", "--json"}},
     "ledger.py": {
         "init": {"--op-dir", "--sources-dir", "--json"}, "show": {"--op-dir", "--json"},
         "add": {"--op-dir", "--item-id", "--title", "--evidence-file", "--expected-metric", "--hypothesis", "--json"},
         "update": {"--op-dir", "--item", "--status", "--reason-code", "--quick", "--correctness",
-                   "--restore-point", "--note", "--json"},
+                   "--restore-point", "--note", "--hypothesis", "--expected-metric", "--applicability",
+                   "--grounds", "--code-ref", "--formal", "--mechanism", "--relation", "--json"},
         "reopen": {"--op-dir", "--item", "--by", "--note", "--json"},
         "sweep": {"--op-dir", "--scope", "--examined", "--json"}},
     "ledger_check.py": {None: {"--op-dir", "--json"}},
-    "select_best.py": {"record": {"--op-dir", "--version-id", "--round", "--items", "--correctness", "--json"},
+    "select_best.py": {"record": {"--op-dir", "--version-id", "--round", "--items", "--correctness", "--compliance",
+                                  "--json"},
                        "choose": {"--op-dir", "--json"}, "confirm": {"--op-dir", "--final-round", "--json"}},
     "perf_report.py": {None: {"--op-dir", "--json"}},
     "stage4_gates.py": {None: {"--op-dir", "--json"}},
@@ -54,8 +57,9 @@ AGREED: dict[str, dict[str | None, set[str]]] = {
     "orchestrator_state.py": {PLACEHOLDER: {"--op-dir", "--actor"}, "show": {"--op-dir", "--json"}},
     "env_check.py": {None: {"--json"}},
     "docs_search.py": {None: {"--json", "--check"}},
-    "demo.py": {None: {"--workdir", "--json", "--keep"}},
-    "terminal_evidence.py": {"build": {"--op-dir", "--round", "--platform", "--json"}, "probe": {"--output"}},
+    "demo.py": {None: {"--workdir", "--json", "--keep", "--op-dir", "--example"}},
+    "terminal_evidence.py": {"build": {"--op-dir", "--round", "--platform", "--output", "--json"},
+                             "probe": {"--output", "--json"}},
 }
 
 

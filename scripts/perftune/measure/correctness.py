@@ -3,9 +3,10 @@
 Every ``test_*`` function of test_<op>.py (top-level, no required parameter, found with ``ast``)
 runs in its own subprocess (``python -c`` importing the test module from the op dir; no pytest):
 the P0 cases and every other test (the article's complete correctness run). No manifest is needed;
-when one is frozen, a test that runs a manifest case carries that case id and ``p0: true``, any
-other test its function name and ``p0: false``; before the freeze the SPEC.md performance table
-labels them the same way (``p0: null`` for a test it does not name). Each runs with
+when one is frozen, a test that runs a manifest case carries that case id and ``p0: true``, a test
+of a non-P0 row of the SPEC.md performance table that row's id and ``p0: false``, any other test
+its function name and ``p0: false``; before the freeze the SPEC table labels them (``p0: null`` for
+a test it does not name). Each runs with
 the device environment rule (``TILE_FWK_DEVICE_ID`` set, ``ASCEND_RT_VISIBLE_DEVICES`` removed). The record ``docs/perf/correctness/<run_id>.json``
 holds the ``executable_sha256`` of the sources (same formula as evidence rounds, so a candidate or
 the verifier can accept a recorded run whose hash equals the current code), and per case
@@ -120,11 +121,13 @@ def planned_tests(op_dir: Path, test_path: Path, man: manifest.Manifest | None) 
     """(id, test function, p0) for every test of the file, manifest cases first in manifest order."""
     text = test_path.read_text(encoding="utf-8", errors="replace")
     functions = list(manifest.find_test_functions(text, str(test_path)))
+    frozen = [(c, True) for c in man.cases] if man else []
+    labelled = frozen + [(c, False if man else c.p0) for c in _spec_cases(op_dir) if not (man and c.p0)]
     planned, seen = [], set()
-    for case in man.cases if man else _spec_cases(op_dir):
+    for case, p0 in labelled:
         function = case.test_function or f"test_{re.sub(r'[^A-Za-z0-9_]', '_', case.id)}"
-        if man or function in functions:
-            planned.append((case.id, function, case.p0))
+        if function not in seen and (p0 is True and man or function in functions):
+            planned.append((case.id, function, p0))
             seen.add(function)
     planned += [(f, f, False if man else None) for f in functions if f not in seen]
     if not planned:
