@@ -88,3 +88,14 @@ def test_replace_without_a_manifest_is_refused(tmp_path):
     op = tmp_path / "softmax"
     shutil.copytree(EXAMPLE, op, ignore=shutil.ignore_patterns("variants", "docs", "__pycache__"))
     assert_one_line_error(freeze(op, "softmax_kernel", "--replace", "x"), 2, "no frozen manifest")
+
+
+def test_every_step_before_the_freeze_works_without_a_manifest(op_dir):
+    assert run_script("check_correctness.py", "--op-dir", op_dir).returncode == 0
+    proc = run_script("collect_perf.py", "list-op-names", "--op-dir", op_dir, "--case-id", "r64_c4096_fp32",
+                      "--backend", "cpu", "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert "softmax_kernel" in {row["exact_op_name"] for row in json.loads(proc.stdout)["rows"]}
+    assert not (op_dir / "PERFORMANCE_CASES.json").exists()
+    proc = run_script("collect_perf.py", "list-op-names", "--op-dir", op_dir, "--case-id", "r64_c4096_fp32")
+    assert_one_line_error(proc, 2, "--backend", "no manifest is frozen yet")
