@@ -23,7 +23,7 @@ BOTTLENECK_DIR = "docs/perf/bottleneck"
 
 
 def setup(d: Driver, op: opfolder.Operator) -> None:
-    """SKILL steps 1-6: correctness, freeze, golden, platform, preflight, baseline, ledger."""
+    """SKILL steps 1-6: correctness, freeze, golden, platform, preflight, baseline."""
     proto = op.plan.protocol
     passed, _ = d.correctness()
     if not passed:
@@ -46,7 +46,7 @@ def setup(d: Driver, op: opfolder.Operator) -> None:
 
 
 def close_planned(d: Driver, op: opfolder.Operator, closed: dict[str, dict[str, Any]]) -> None:
-    """SKILL step 7: close every item the plan closes without an experiment."""
+    """SKILL step 9: close every item the plan closes without an experiment."""
     for c in op.plan.closures:
         if c.same_as is None:
             d.run("close_preset", label=c.item_id, ITEM_ID=c.item_id, STATUS=c.status, APPLICABILITY=c.applicability,
@@ -70,7 +70,7 @@ def _close(d: Driver, closed: dict[str, dict[str, Any]], **values: Any) -> None:
 
 
 def experiment(d: Driver, op: opfolder.Operator, exp: demo_plan.Experiment, closed: dict[str, dict]) -> str:
-    """SKILL steps 9-16 for one item: hypothesis, edit, correctness, quick, formal, decide, record, close."""
+    """SKILL steps 11-20 for one item: hypothesis, edit, correctness, quick, formal, decide, record, close."""
     item = {"ITEM_ID": exp.item_id, "HYPOTHESIS": exp.hypothesis, "METRIC": exp.expected_metric}
     if exp.source_kind == "bottleneck_derived":
         evidence = f"{BOTTLENECK_DIR}/terminal_evidence_{d.rounds[d.best]['round']}.json"
@@ -115,7 +115,7 @@ def experiment(d: Driver, op: opfolder.Operator, exp: demo_plan.Experiment, clos
 
 
 def explore(d: Driver, op: opfolder.Operator) -> dict[str, str]:
-    """SKILL steps 6-16: ledger, planned closures, record v000, every experiment in order."""
+    """SKILL steps 7-20: ledger, planned closures, record v000, every experiment in order."""
     d.run("ledger_init")
     _, shown = d.run("ledger_show")
     items = [i["item_id"] for i in (shown.get("items") if isinstance(shown, dict) else shown) or []]
@@ -134,7 +134,7 @@ def explore(d: Driver, op: opfolder.Operator) -> dict[str, str]:
 
 
 def finish(d: Driver, op: opfolder.Operator) -> tuple[int, dict[str, Any]]:
-    """SKILL steps 17-20: sweep, check, choose, chosen code in place, final round, evidence, report, verify."""
+    """SKILL steps 21-30: sweep, check, choose, chosen code in place, final round, evidence, report, verify."""
     findings = [x for f in op.plan.sweep_findings for x in ("--finding", f["finding"], f["maps_to"], f["note"])]
     d.run("sweep", SCOPE=op.plan.sweep_scope, FINDINGS=findings,
           EXAMINED=["docs/perf/ledger.json", "docs/perf/candidates.json", *d.examined])

@@ -12,7 +12,7 @@ Decisions (frozen here, before any result is seen):
 - promotion quick → formal: the ``promotion.promote`` flag that ``compare_perf.py quick``
   computes with the frozen rule (mean case speed-up >= ``quick_min_speedup``, no target slower);
 - acceptance after the formal compare against the current best (:func:`acceptance`, the one place
-  the driver asks for it; SKILL.md step 14 states the same rule): ``accepted`` when at least one
+  the driver asks for it; SKILL.md step 18 states the same rule): ``accepted`` when at least one
   target case is ``faster`` and the suite CI lies entirely above 1; ``rejected`` with ``slower``
   when the suite CI lies entirely below 1, else ``no_stable_gain``.
 """
