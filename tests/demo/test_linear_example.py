@@ -22,6 +22,7 @@ def test_linear_reaches_pass_with_a_helping_and_a_useless_variant(tmp_path):
     assert all(c["verdict"] == "faster" for c in result["cases"])
     ran = result["steps_run"]
     assert set(ran) == set(steps.ORDER) - {"bottleneck_profile", "derived_add"}  # no derived item planned
+    assert steps.order_problems(ran) == []
     op = Path(result["workdir"]) / "linear"
     ledger = json.loads((op / "docs/perf/ledger.json").read_text())
     statuses = {i["item_id"]: i["status"] for i in ledger["items"]}
