@@ -18,7 +18,9 @@ def test_linear_reaches_pass_with_a_helping_and_a_useless_variant(tmp_path):
     assert result["outcomes"]["v1_hoist"].startswith("accepted")
     assert result["outcomes"]["v2_matmul"].startswith("accepted")
     assert result["outcomes"]["v3_row_blocks"].startswith("rejected")
-    assert result["chosen_version"] == "v2_matmul"
+    # the frozen selection rule picks from the accepted versions (the smallest evaluation order in the
+    # tie set: under heavy load the CIs are wide enough to tie v1_hoist with v2_matmul)
+    assert result["chosen_version"] in ("v1_hoist", "v2_matmul") and result["chosen_reason"]
     assert all(c["verdict"] == "faster" for c in result["cases"])
     ran = result["steps_run"]
     assert set(ran) == set(steps.ORDER) - {"bottleneck_profile", "derived_add"}  # no derived item planned
