@@ -227,6 +227,9 @@ def test_an_unseen_operator_reaches_pass_through_the_skill_steps(tmp_path):
     (lambda op: (op / "variants/v2_rowloop/test_gelu.py").unlink(), ["v2_rowloop", "has no test file"]),
     (lambda op: (op / "variants/variants.json").write_text(json.dumps({**PLAN, "protocol": {"backend": "cpu"}})),
      ["variants.json", "protocol.target_case_ids"]),
+    (lambda op: (op / "SPEC.md").write_text(SPEC.split("## 4. Necessary work")[0]), ["SPEC.md", "Necessary work"]),
+    (lambda op: (op / "SPEC.md").write_text(SPEC.replace("| tanh | transcendental |", "| tanh | magic |")),
+     ["SPEC.md", "class 'magic' is unknown"]),
 ])
 def test_an_incomplete_operator_folder_is_one_line_naming_the_file_and_field(tmp_path, edit, needles):
     op = write_gelu(tmp_path)

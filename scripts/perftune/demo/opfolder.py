@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import fsio
-from ..contract import manifest
+from ..contract import manifest, work_model
 from ..errors import ContractError
 from . import plan as demo_plan
 
@@ -65,9 +65,13 @@ def load(folder: str | Path) -> Operator:
         if not (root / "variants" / exp.version_id / f"test_{name}.py").is_file():
             raise ContractError(root / "variants" / exp.version_id / f"test_{name}.py", "variants",
                                 f"version {exp.version_id} has no test file", "add the candidate code")
+    text = (root / "SPEC.md").read_text(encoding="utf-8")
+    if work_model.parse_section(text, str(root / "SPEC.md")) is None:
+        raise ContractError(root / "SPEC.md", "Necessary work", "section is missing (terminal evidence needs it)",
+                            "declare the work model (docs/operator-format.md)")
     target = plan.protocol.target_case_ids
     if target == "all_p0":
-        spec = manifest.parse_spec((root / "SPEC.md").read_text(encoding="utf-8"), str(root / "SPEC.md"))
+        spec = manifest.parse_spec(text, str(root / "SPEC.md"))
         target = tuple(c.id for c in spec.cases if c.p0)
     return Operator(name, root, plan, tuple(target))
 
