@@ -56,6 +56,7 @@ AGREED: dict[str, dict[str | None, set[str]]] = {
     "docs_search.py": {None: {"--json", "--check"}},
     "demo.py": {None: {"--workdir", "--json", "--keep"}},
     "terminal_evidence.py": {"build": {"--op-dir", "--round", "--platform", "--json"}, "probe": {"--output"}},
+    "cases.py": {None: {"--op-type", "--bound", "--json"}},
 }
 
 

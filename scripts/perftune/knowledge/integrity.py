@@ -33,6 +33,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from ..decide import ledger_sources
 from ..errors import ContractError
 from . import symbols as symbols_mod
 
@@ -44,7 +45,7 @@ REQUIRED = {
     "case": ("Problem", "Change", "Measured effect", "Platform", "Evidence grade", "Source"),
     "template": (),
 }
-GATE_KEYS = ("platform", "dtype", "shape", "bound")
+GATE_KEYS = ledger_sources.GATE_KEYS
 FAMILIES = ("cube", "mem", "pipe", "scalar", "vec", "cross")
 LIFECYCLES = ("active", "draft", "retired")
 EVIDENCE_GRADES = ("measured_public_doc", "measured_third_party", "described", "inferred")
@@ -53,7 +54,6 @@ SYMBOLS_FILE = "provenance/api-symbols.json"
 SOURCES_FILE = "provenance/sources.json"
 _CITATION = re.compile(r"`([A-Za-z0-9][\w.-]*/[\w.-]+:[^`\s]+)`")
 _SECTION = re.compile(r"^## +(.+?)\s*$", re.M)
-_MD_GATE = re.compile(r"^- \*\*(\w+)\*\*: *(\S.*)$", re.M)
 
 
 @dataclass(frozen=True)
@@ -103,19 +103,9 @@ def sections(text: str) -> dict[str, str]:
             for i, m in enumerate(marks)}
 
 
-def gates_of(text: str, kind: str) -> dict[str, str]:
-    """Gate key -> text: ``## Gates`` bullets (markdown) or the ``# Gates:`` header comment (template)."""
-    if kind == "template":
-        header = []
-        for line in text.splitlines():
-            if not line.startswith("#"):
-                break
-            header.append(line.lstrip("#").strip())
-        joined = " ".join(header)
-        found = re.search(r"Gates:(.*?)(?:Source:|$)", joined)
-        parts = [p.strip() for p in found.group(1).split(";")] if found else []
-        return {k.strip(): v.strip().rstrip(".") for k, _, v in (p.partition("=") for p in parts) if v}
-    return dict(_MD_GATE.findall(sections(text).get("Gates", "")))
+def gates_of(text: str) -> dict[str, str]:
+    """Gate key -> text, read by the same rule the ledger uses (:func:`ledger_sources.parse_gates`)."""
+    return dict(ledger_sources.parse_gates(text))
 
 
 def citations_of(text: str, kind: str) -> list[str]:
@@ -167,7 +157,7 @@ def _item_findings(row: Row, text: str, known_symbols: set[str], known_sources: 
         if not have.get(name, "").strip():
             found.append(Finding("section", row.path, f"section '## {name}' is missing or empty"))
     if row.kind != "case":
-        gates = gates_of(text, row.kind)
+        gates = gates_of(text)
         missing = [k for k in GATE_KEYS if not gates.get(k)]
         if missing:
             found.append(Finding("gate", row.path, f"gates {missing} are not stated"))
