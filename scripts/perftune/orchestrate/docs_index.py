@@ -97,15 +97,16 @@ class Index:
         expr = match_expression(query)
         if not expr:
             return []
-        rows = self.db.execute(
-            f"SELECT title, file, path, line, raw, -bm25(chunks, {HEADING_WEIGHT}, {BODY_WEIGHT}) AS s "
-            "FROM chunks WHERE chunks MATCH ? ORDER BY round(s, 9) DESC, root, file, line LIMIT ?", (expr, limit))
-        terms = set(tokenize(query))
-        return [_hit(heading, file, path, int(line), raw.split("\n") if raw else [], score, terms)
-                for heading, file, path, line, raw, score in rows]
+        top = self.db.execute(
+            f"SELECT rowid, -bm25(chunks, {HEADING_WEIGHT}, {BODY_WEIGHT}) AS s FROM chunks WHERE chunks MATCH ? "
+            "ORDER BY round(s, 9) DESC, root, file, line LIMIT ?", (expr, limit)).fetchall()
+        terms = set(tokenize(query))   # text columns are read for the top rows only (the sort stays narrow)
+        text = "SELECT title, file, path, line, raw FROM chunks WHERE rowid = ?"
+        return [_hit(*self.db.execute(text, (rowid,)).fetchone(), score, terms) for rowid, score in top]
 
 
-def _hit(heading: str, file: str, path: str, line: int, lines: list[str], score: float, terms: set[str]) -> Hit:
+def _hit(heading: str, file: str, path: str, line: int, raw: str, score: float, terms: set[str]) -> Hit:
+    lines, line = raw.split("\n") if raw else [], int(line)
     best, best_count = 0, -1
     for offset, text in enumerate(lines):
         count = len(terms & set(tokenize(text)))
