@@ -40,9 +40,11 @@ def test_every_card_family_has_active_cards_and_every_case_has_a_number_or_says_
     rows = integrity.table_rows((REFS / "knowledge-cards/INDEX.md").read_text())
     families = {r["id"].split("-")[1] for r in rows if r["lifecycle"] == "active"}
     assert families == set(integrity.FAMILIES)
-    for row in integrity.table_rows((REFS / "case-library/INDEX.md").read_text()):
+    cases = integrity.table_rows((REFS / "case-library/INDEX.md").read_text())
+    for row in cases:
         effect = integrity.sections((REFS / "case-library" / row["file"]).read_text())["Measured effect"]
         assert any(ch.isdigit() for ch in effect) or row["evidence_grade"] == "described", row["id"]
+    assert sum(r["evidence_grade"].startswith("measured") for r in cases) >= 10
 
 
 def test_an_api_name_not_in_the_public_samples_is_a_finding(refs):
