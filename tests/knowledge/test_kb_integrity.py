@@ -47,12 +47,17 @@ def test_every_card_family_has_active_cards_and_every_case_has_a_number_or_says_
     assert sum(r["evidence_grade"].startswith("measured") for r in cases) >= 10
 
 
-def test_an_api_name_not_in_the_public_samples_is_a_finding(refs):
+def test_an_api_name_or_keyword_not_in_the_public_samples_is_a_finding(refs):
     card = next((refs / "knowledge-cards" / "mem").glob("mem-01-*.md"))
-    card.write_text(card.read_text().replace("a_db.next()", "a_db.next()\npl.load_tile(a_db.slot(), x, [0, 0], slots=2)\nz = pl.make_tile_grp(1)"))
+    card.write_text(card.read_text().replace(
+        "```python\n", "```python\ninp = pl.make_tile_group(shape, slots=2, auto_mutex=True)\nz = pl.make_tile_grp(1)\n", 1))
     code, report = check(refs)
     assert code == 1
-    assert [f["message"] for f in report["findings"]] == [f"pl.make_tile_grp is not in {integrity.SYMBOLS_FILE}"]
+    assert sorted(f["message"] for f in report["findings"]) == [
+        "pl.make_tile_group(auto_mutex=, slots=) was never seen in the public samples",
+        f"pl.make_tile_grp is not in {integrity.SYMBOLS_FILE}"]
+    card.write_text(card.read_text().replace("```python\n", "```python\n    x = (\n", 1))
+    assert "snippet_syntax" in codes(check(refs)[1])
 
 
 def test_missing_section_gate_citation_and_syntax_are_findings(refs):
@@ -83,10 +88,10 @@ def test_symbol_extraction_records_where_each_symbol_was_seen(tmp_path):
     (tmp_path / "docs" / "b.py").write_text("@pl.vector_function\ndef f(a):\n    vf.exp_sub(a, a, m)\n")
     obj = symbols.extract_tree(tmp_path, ("docs/*.md", "docs/*.py"), repository="r/x", commit="c" * 40)
     assert obj["symbols"] == {
-        "TileGroup.next": {"files": 1, "seen_in": ["docs/a.md"]},
-        "pl.make_tile_group": {"files": 1, "seen_in": ["docs/a.md"]},
-        "pl.vector_function": {"files": 1, "seen_in": ["docs/b.py"]},
-        "vf.exp_sub": {"files": 1, "seen_in": ["docs/b.py"]},
+        "TileGroup.next": {"files": 1, "seen_in": ["docs/a.md"], "keywords": []},
+        "pl.make_tile_group": {"files": 1, "seen_in": ["docs/a.md"], "keywords": ["addrs", "type"]},
+        "pl.vector_function": {"files": 1, "seen_in": ["docs/b.py"], "keywords": []},
+        "vf.exp_sub": {"files": 1, "seen_in": ["docs/b.py"], "keywords": []},
     }
 
 

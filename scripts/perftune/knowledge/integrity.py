@@ -12,7 +12,9 @@ Checked (each finding is one :class:`Finding` with a code):
   ``- **key**: text``; templates: a ``# Gates:`` header comment with ``key=text`` parts).
 - ``api_symbol``: every ``pl.*``/``vf.*`` name and TileGroup method used in a card's ``python``
   fences or in a template is in the committed symbol list ``provenance/api-symbols.json``
-  (extracted from public PyPTO-Pro samples, recording where each was seen).
+  (extracted from public PyPTO-Pro samples, recording where each was seen); ``api_keyword``: every
+  keyword argument of such a call was seen with that callable in the samples; ``snippet_syntax``:
+  the code must parse as Python for that check.
 - ``citation``: every item cites at least one source (backticked ``repository:path`` in its
   ``## Source`` section, or ``# Source:`` header lines of a template) and every citation is listed in
   ``provenance/sources.json``.
@@ -150,7 +152,7 @@ def _index_findings(files: Mapping[str, str]) -> tuple[list[Row], list[Finding]]
     return rows, found
 
 
-def _item_findings(row: Row, text: str, known_symbols: set[str], known_sources: set[str]) -> list[Finding]:
+def _item_findings(row: Row, text: str, known_symbols: dict[str, Any], known_sources: set[str]) -> list[Finding]:
     found = []
     have = sections(text)
     for name in REQUIRED[row.kind]:
@@ -167,8 +169,17 @@ def _item_findings(row: Row, text: str, known_symbols: set[str], known_sources: 
         except SyntaxError as exc:
             found.append(Finding("template_syntax", row.path, f"does not parse as Python: line {exc.lineno}: {exc.msg}"))
     if row.kind in ("knowledge_card", "template"):
-        for sym in sorted(symbols_mod.symbols_in(code_of_item(text, row.kind)) - known_symbols):
+        code = code_of_item(text, row.kind)
+        for sym in sorted(symbols_mod.symbols_in(code) - set(known_symbols)):
             found.append(Finding("api_symbol", row.path, f"{sym} is not in {SYMBOLS_FILE}"))
+        calls = symbols_mod.calls_in(code)
+        if calls is None and row.kind == "knowledge_card":
+            found.append(Finding("snippet_syntax", row.path, "the API snippet does not parse as Python"))
+        for sym, names in sorted((calls or {}).items()):
+            unseen = sorted(names - set(known_symbols.get(sym, {}).get("keywords", names)))
+            if unseen:
+                found.append(Finding("api_keyword", row.path, f"{sym}({', '.join(k + '=' for k in unseen)}) "
+                                                              f"was never seen in the public samples"))
     cites = citations_of(text, row.kind)
     if not cites:
         found.append(Finding("citation", row.path, "cites no public source"))
@@ -185,7 +196,7 @@ def _item_findings(row: Row, text: str, known_symbols: set[str], known_sources: 
 
 def check_tree(files: Mapping[str, str]) -> dict[str, Any]:
     """The report over ``files`` (relative POSIX path -> text): findings and active counts (pure)."""
-    known_symbols = set(_json(files, SYMBOLS_FILE).get("symbols", {}))
+    known_symbols = _json(files, SYMBOLS_FILE).get("symbols", {})
     known_sources = {s.get("citation") for s in _json(files, SOURCES_FILE).get("sources", [])}
     rows, findings = _index_findings(files)
     for row in rows:
