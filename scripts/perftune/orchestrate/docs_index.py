@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from .. import fsio
-from ..errors import ContractError
+from ..errors import ContractError, EnvError
 from .docs_corpus import (DEVKIT_ENV, PLUGIN_ROOT, Chunk, Hit, Root, check_cache, chunk_markdown,
                           chunk_python, default_roots, explicit_roots, file_chunks, files_of, load_chunks,
                           tokenize)
@@ -122,8 +122,14 @@ def _connect(target: str | Path) -> sqlite3.Connection:
     if not db.execute("SELECT name FROM sqlite_master WHERE name = 'meta'").fetchone():
         db.execute("BEGIN IMMEDIATE")
         if not db.execute("SELECT name FROM sqlite_master WHERE name = 'meta'").fetchone():
-            for statement in _SCHEMA:
-                db.execute(statement)
+            try:
+                for statement in _SCHEMA:
+                    db.execute(statement)
+            except sqlite3.OperationalError as exc:
+                if "fts5" not in str(exc):
+                    raise
+                raise EnvError("sqlite3", "fts5", f"SQLite {sqlite3.sqlite_version} has no FTS5 module",
+                               "use a Python whose sqlite3 is built with FTS5 (python.org and distro builds are)") from exc
             db.execute("INSERT INTO meta VALUES ('version', ?)", (str(CACHE_VERSION),))
         db.execute("COMMIT")
     return db
