@@ -43,17 +43,18 @@ def main(argv=None) -> int:
     index = Path(args.references) / "case-library" / "INDEX.md"
     if not index.is_file():
         raise ContractError(index, "-", "case INDEX is missing", "pass the skill's references folder")
-    found = cases.route(cases.parse_cases(index.read_text(encoding="utf-8"), str(index)),
-                        args.op_type, args.bound, args.limit)
+    rows = cases.parse_cases(index.read_text(encoding="utf-8"), str(index))
+    found = cases.route(rows, args.op_type, args.bound, args.limit)
     family = cases.bound_family(args.bound)
+    known = sorted({c.op_type for c in rows})
     if args.json:
-        print(fsio.dumps({"op_type": args.op_type, "bound": family, "cases": [
+        print(fsio.dumps({"op_type": args.op_type, "bound": family, "known_op_types": known, "cases": [
             {**asdict(c), "path": (index.parent / c.file).as_posix()} for c in found]}), end="")
         return 0
     for c in found:
         print(f"{c.case_id}  [{c.evidence_grade}]  {c.title}\n   {index.parent / c.file}")
     if not found:
-        print(f"no case of op_type {args.op_type!r} with bound {family!r}")
+        print(f"no case of op_type {args.op_type!r} with bound {family!r} (op types: {', '.join(known)})")
     return 0
 
 

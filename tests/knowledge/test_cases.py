@@ -37,6 +37,9 @@ def test_cli_routes_the_shipped_library():
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     assert out["bound"] == "data_movement" and [c["case_id"] for c in out["cases"]] == ["case-pypto-08"]
+    assert "matmul" in out["known_op_types"]
+    proc = run_script("cases.py", "--op-type", "softmax", "--bound", "compute")
+    assert proc.returncode == 0 and proc.stdout.startswith("no case of op_type 'softmax'") and "attention" in proc.stdout
     proc = run_script("cases.py", "--op-type", "matmul", "--bound", "compute")
     assert proc.returncode == 0 and [ln.split()[0] for ln in proc.stdout.splitlines() if ln.startswith("case-")] == ["case-pypto-03", "case-peer-02"]
     assert_one_line_error(run_script("cases.py", "--op-type", "matmul", "--bound", "mixed"), 2, "bound family")
