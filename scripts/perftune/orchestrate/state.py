@@ -26,7 +26,6 @@ from .. import fsio
 from ..contract import protocol, schemas
 from ..errors import FAILURE_CATEGORIES, ContractError
 from . import stage_gate
-from .stage_gate import confirm_stage5_entry  # noqa: F401 - an action of TRANSITIONS
 
 ACTOR = "pypto-pro-op-orchestrator"
 SCHEMA_VERSION = "2.2"
@@ -317,7 +316,8 @@ def fail_module(state: dict, params: Mapping[str, Any], ctx: Context) -> tuple[d
     return state, f"module {k} in_debug (cycle {retries}/{mods['max_cycles_per_module']}, {category})"
 
 
-TRANSITIONS: dict[str, Callable[..., tuple[dict, str]]] = {name: globals()[name] for name in ACTIONS}
+TRANSITIONS: dict[str, Callable[..., tuple[dict, str]]] = {
+    name: globals()[name] if name in globals() else getattr(stage_gate, name) for name in ACTIONS}
 
 
 def transition(state: dict | None, action: str, params: Mapping[str, Any], ctx: Context) -> tuple[dict, str]:
