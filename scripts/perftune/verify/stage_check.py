@@ -65,18 +65,15 @@ def render_text(verdict: dict[str, Any], shown: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def stage5_inputs(op_dir: str | Path, *, orchestrated: bool) -> list[tuple[str, str]]:
-    """(category, message) per unusable mandatory Stage 1-4 input of Stage 5.
+def stage5_inputs(op_dir: str | Path) -> list[tuple[str, str]]:
+    """(category, message) per unusable Stage 1-4 input of an orchestrated Stage 5 run.
 
-    In an orchestrated run (the op dir has a state file) every Stage 1-4 artefact is mandatory; a
-    standalone perf-tune run checks only the artefacts that are present. A problem is
-    ``stage5_contract_blocked`` naming the file; only an environment-only golden probe is env_error.
+    In deep orchestration every Stage 1-4 artefact is a mandatory, authoritative input (a
+    standalone perf-tune run treats them as optional; the caller decides which run it is). A
+    problem is ``stage5_contract_blocked`` naming the file; only an environment-only golden probe
+    is ``env_error``.
     """
     report = artefacts.validate(op_dir, 4)
-    out = []
-    for p in report.problems:
-        if p.category == "missing_file" and not orchestrated:
-            continue
-        out.append(("stage5_contract_blocked", f"{p.line()} [{p.category}]"))
+    out = [("stage5_contract_blocked", f"{p.line()} [{p.category}]") for p in report.problems]
     out += [("env_error", f"{report.op}_golden.py: golden_cases: {text}") for text in report.env_errors]
     return out
