@@ -21,6 +21,10 @@ MARKDOWN = {
         "Compared with `rmsnorm_golden_cpu`: float32 `|y-ref| <= 1e-5 + 1e-4*|ref|`, float16 `1e-3 + 1e-2*|ref|`, "
         "for at least 99.9 % of elements; the test prints PASS, matched_ratio= and max_abs_error=.",
         ROWS,
+        "| rows | shape[0] |\n| cols | shape[1] |\n| elements | rows*cols |",
+        "| square | arithmetic | 1 | elements |\n| row sum | arithmetic | 1 | elements |\n"
+        "| rsqrt of the mean | transcendental | 1 | rows |\n| scale | arithmetic | 1 | elements |",
+        "| x | read | elements |\n| y | write | elements |",
         "none: the golden reference is the default target",
     ],
     "EXPLORE_REPORT.md": [

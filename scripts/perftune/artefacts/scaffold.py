@@ -18,6 +18,8 @@ SPEC = """# SPEC: OP
 <FILL: the math of OP: inputs (name, rank, dtype, layout), outputs, formula, supported range>
 <FILL: input distribution, drawn with seed 42, and what the kernel (not the host) must produce>
 
+wrapper: OP_wrapper
+
 ## 2. Precision gate
 <FILL: comparison with OP_golden_cpu: tolerance per dtype, minimum matched ratio, printed PASS/matched_ratio=/max_abs_error=>
 
@@ -27,7 +29,22 @@ SPEC = """# SPEC: OP
 |----|-------|-------|----|---------------|
 | <FILL: case id> | <FILL: [rows,cols]> | <FILL: float16> | yes | <FILL: test_<case id>> |
 
-## 4. Performance target
+## 4. Necessary work
+What the semantics require per case, never what an implementation does (the Stage 5 work model).
+
+| dim | value |
+|-----|-------|
+| <FILL: dim name> | <FILL: shape[0], or an expression of dims> |
+
+| operation | class | count | per |
+|-----------|-------|-------|-----|
+| <FILL: operation> | <FILL: arithmetic or transcendental> | <FILL: count> | <FILL: unit, e.g. rows*cols> |
+
+| tensor | direction | elements |
+|--------|-----------|----------|
+| <FILL: tensor> | <FILL: read or write> | <FILL: elements> |
+
+## 5. Performance target
 <FILL: 'user_target: speedup >= X' if the user gave a number, else 'none: the golden reference is the default target'>
 """
 
