@@ -11,6 +11,8 @@ Decisions where upstream was silent (table and reasons in docs/state-machine.md)
 never rolls back once started; a rollback drops the artifact hashes of the target stage and later
 ones; ``spec_md`` cannot be re-recorded after Stage 1 completed; ``complete_stage 4`` needs
 ``plan_stage4``; modules run in order (cumulative suffixes "1", "12", "123"), one active at a time.
+``complete_stage N`` needs the stage's check file PASS for the current files and ``start_stage 5``
+the recorded entry confirmation (:mod:`.stage_gate`).
 """
 
 from __future__ import annotations
