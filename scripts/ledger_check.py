@@ -22,7 +22,7 @@ from __future__ import annotations
 import sys
 
 from perftune import fsio
-from perftune.decide import ledger
+from perftune.decide import ledger, ledger_sources
 from perftune.argv import add_json_flag, parser_from_doc
 from perftune.errors import run_cli
 
@@ -38,7 +38,7 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     path = ledger.ledger_path(args.op_dir)
     obj = ledger.load_ledger(path)
-    enum = ledger.recorded_sources(args.op_dir, obj)
+    enum = ledger_sources.recorded_sources(args.op_dir, obj)
     problems = ledger.check(obj, enum, args.op_dir)
     if args.json:
         print(fsio.dumps({"closed": not problems, "ledger": fsio.file_record(path, args.op_dir),

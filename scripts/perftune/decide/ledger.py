@@ -324,9 +324,8 @@ def _coverage_problems(ledger: dict, enum: Enumeration) -> list[Problem]:
             found.append(Problem("source_changed", item_id, f"recorded {ref['file']}#{ref['anchor']} is now "
                                  f"enumerated as {src.file}#{src.anchor}"))
         elif ref["sha256"] != src.sha256:
-            found.append(Problem("source_changed", item_id, f"content of {src.file} changed since the item was "
-                                 f"enumerated (sha256 {ref['sha256'][:12]} -> {src.sha256[:12]}): restore it or "
-                                 "reopen the item against the new text"))
+            found.append(Problem("source_changed", item_id, f"content of {src.file} changed since enumerated "
+                                 f"(sha256 {ref['sha256'][:12]} -> {src.sha256[:12]}): restore it or reopen the item"))
     return found
 
 
@@ -431,11 +430,6 @@ def modify_ledger(path: str | Path, edit: Callable[[dict], dict]) -> dict:
 def check(ledger: dict, sources: Enumeration, op_dir: str | Path) -> list[Problem]:
     """:func:`check_ledger` against the evidence ids on disk under ``op_dir``."""
     return check_ledger(ledger, sources, disk_facts(op_dir))
-
-
-def recorded_sources(op_dir: str | Path, ledger: dict) -> Enumeration:
-    """The sources re-enumerated from the folder ``ledger init`` recorded (``sources_origin``)."""
-    return enumerate_sources(op_dir, case_ids_of(op_dir), origin=ledger.get("sources_origin"))
 
 
 def case_ids_of(op_dir: str | Path) -> tuple[str, ...]:

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import fsio
-from ..contract import protocol
+from ..contract import manifest, protocol
 from ..errors import ContractError
 
 PLUGIN_ROOT = Path(__file__).resolve().parents[3]
@@ -278,6 +278,12 @@ def enumerate_sources(op_dir: str | Path, case_ids: tuple[str, ...],
                                 "give every source row a unique id")
         seen.add(item.item_id)
     return Enumeration(tuple(items), indexes, dict(origin))
+
+
+def recorded_sources(op_dir: str | Path, ledger: dict[str, Any]) -> Enumeration:
+    """The sources re-enumerated from the folder ``ledger init`` recorded (``sources_origin``)."""
+    case_ids = manifest.load_manifest(Path(op_dir) / protocol.MANIFEST_NAME).case_ids
+    return enumerate_sources(op_dir, case_ids, origin=ledger.get("sources_origin"))
 
 
 def _collection_states(perf: Path) -> dict[str, str]:
