@@ -3,13 +3,15 @@
 
 Every protocol value (backend, device, warmup, repeats, op name, seed) comes from the frozen
 PERFORMANCE_CASES.json; --backend/--device/--warmup/--repeats/--op-name are only accepted when
-they equal it (a contradiction exits 2). The selector preflight runs before any formal or quick
+they equal it (a contradiction exits 2). list-op-names (discovery) also works before freezing:
+the case comes from SPEC.md, --backend and --device say where to run it, and the table is kept
+in docs/perf/discovery/discovery_NNN.json for freeze_cases.py freeze --op-name-from. The selector preflight runs before any formal or quick
 collection. Every subprocess gets TILE_FWK_DEVICE_ID and never ASCEND_RT_VISIBLE_DEVICES.
 
 usage:
   collect_perf.py formal --op-dir DIR [--retry N] [--paired-with VERSION_DIR] [--json]
   collect_perf.py quick --op-dir DIR [--json]
-  collect_perf.py list-op-names --op-dir DIR --case-id ID [--json]
+  collect_perf.py list-op-names --op-dir DIR --case-id ID [--backend B] [--device N] [--json]
   collect_perf.py preflight --op-dir DIR [--json]
 
 example:
@@ -24,7 +26,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from perftune.measure import collect
+from perftune.measure import collect, discovery
 from perftune import fsio
 from perftune.argv import add_json_flag, parser_from_doc
 from perftune.errors import run_cli
@@ -53,16 +55,19 @@ def build_parser():
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     given = collect.Overrides(args.backend, args.device, args.warmup, args.repeats, args.op_name)
-    ctx = collect.prepare(args.op_dir, given)
     say = (lambda line: print(line, file=sys.stderr, flush=True)) if args.json else print
-    if args.command == "formal":
+    if args.command == "list-op-names":
+        if (Path(args.op_dir) / "PERFORMANCE_CASES.json").exists():
+            collect.prepare(args.op_dir, given, check_env=False)  # a contradiction of the frozen protocol exits 2
+        path, record = discovery.discover(args.op_dir, args.case_id, backend=args.backend, device=args.device)
+        result = {"status": "complete", "rows": record["rows"], "record": str(path)}
+    elif args.command == "formal":
+        ctx = collect.prepare(args.op_dir, given)
         result = collect.run_formal(ctx, retry=args.retry, paired_with=args.paired_with, progress=say)
     elif args.command == "quick":
-        result = collect.run_quick(ctx, progress=say)
+        result = collect.run_quick(collect.prepare(args.op_dir, given), progress=say)
     elif args.command == "preflight":
-        result = {"status": "complete", "probes": collect.run_preflight(ctx)}
-    else:
-        result = {"status": "complete", "rows": collect.list_op_names(ctx, args.case_id)}
+        result = {"status": "complete", "probes": collect.run_preflight(collect.prepare(args.op_dir, given))}
     if args.json:
         print(fsio.dumps(result), end="")
     elif args.command == "list-op-names":
@@ -70,6 +75,7 @@ def main(argv=None) -> int:
         for row in result["rows"]:
             total = row["total_duration_us"]  # missing is never zero
             print(f"{row['count']}\t{row['task_type']}\t{'N/A' if total is None else f'{total:.3f}'}\t{row['exact_op_name']}")
+        print(f"discovery record: {result['record']}", file=sys.stderr)
     elif args.command == "preflight":
         print(f"preflight ok: {len(result['probes']) - 1} cases select exactly one case; unknown id refused")
     else:
