@@ -202,7 +202,10 @@ def summarise(window: tuple[float, float], events: list[Event], *, expected: Ite
         for i, a in enumerate(fams):
             for b in fams[i + 1:]:
                 if OTHER not in (a, b):
-                    overlap[f"{a}|{b}"] += length(intersect(merged[(lane, a)], merged[(lane, b)]))
+                    both = length(intersect(merged[(lane, a)], merged[(lane, b)]))
+                    overlap[f"{a}|{b}"] += both
+                    if both > 0:
+                        row.setdefault("overlap", {})[f"{a}|{b}"] = _r(both)
         lane_rows.append(row)
     present = {f for f in pipes if f != OTHER}
     missing = sorted(set(expected) - present)
