@@ -9,7 +9,7 @@ in docs/perf/discovery/discovery_NNN.json for freeze_cases.py freeze --op-name-f
 collection. Every subprocess gets TILE_FWK_DEVICE_ID and never ASCEND_RT_VISIBLE_DEVICES.
 
 usage:
-  collect_perf.py formal --op-dir DIR [--retry N] [--paired-with VERSION_DIR] [--json]
+  collect_perf.py formal --op-dir DIR [--retry N] [--paired-with VERSION_DIR] [--devices 0,1,..] [--json]
   collect_perf.py quick --op-dir DIR [--json]
   collect_perf.py list-op-names --op-dir DIR --case-id ID [--backend B] [--device N] [--json]
   collect_perf.py preflight --op-dir DIR [--json]
@@ -26,7 +26,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from perftune.measure import collect, discovery
+from perftune.measure import collect, devices, discovery
 from perftune import fsio
 from perftune.argv import add_json_flag, parser_from_doc
 from perftune.errors import run_cli
@@ -48,6 +48,8 @@ def build_parser():
     sub.choices["formal"].add_argument("--retry", type=int, default=0, help="extra attempts per failed case")
     sub.choices["formal"].add_argument("--paired-with", type=Path, metavar="VERSION_DIR", help="saved baseline "
                                        "sources; interleave baseline/candidate per repeat")
+    sub.choices["formal"].add_argument("--devices", help="cards to run cases on at the same time (case i on card "
+                                       "i mod n, one case per card, a lock per card)")
     sub.choices["list-op-names"].add_argument("--case-id", required=True, help="one known case id")
     return parser
 
@@ -63,7 +65,8 @@ def main(argv=None) -> int:
         result = {"status": "complete", "rows": record["rows"], "record": str(path)}
     elif args.command == "formal":
         ctx = collect.prepare(args.op_dir, given)
-        result = collect.run_formal(ctx, retry=args.retry, paired_with=args.paired_with, progress=say)
+        cards = devices.parse_devices(args.devices) if args.devices else None
+        result = collect.run_formal(ctx, retry=args.retry, paired_with=args.paired_with, progress=say, devices=cards)
     elif args.command == "quick":
         result = collect.run_quick(collect.prepare(args.op_dir, given), progress=say)
     elif args.command == "preflight":
