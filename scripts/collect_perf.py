@@ -13,6 +13,9 @@ usage:
   collect_perf.py quick --op-dir DIR [--json]
   collect_perf.py list-op-names --op-dir DIR --case-id ID [--backend B] [--device N] [--json]
   collect_perf.py preflight --op-dir DIR [--json]
+  collect_perf.py batch --op-dirs DIR [DIR ...] --shared-dir DIR (--devices 0,1,.. | --emit slurm
+                        --cards-per-task N --output FILE) [--json]
+  collect_perf.py merge --shared-dir DIR [--json]
 
 example:
   python scripts/collect_perf.py formal --op-dir custom/softmax --retry 1
@@ -26,10 +29,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from perftune.measure import collect, devices, discovery
+from perftune.measure import batch, collect, devices, discovery
 from perftune import fsio
 from perftune.argv import add_json_flag, parser_from_doc
-from perftune.errors import run_cli
+from perftune.errors import ContractError, run_cli
 
 HELP = {"formal": "a new docs/perf/round_NNN (formal compare evidence)", "preflight": "the selector preflight only",
         "quick": "a quick screen in docs/perf/quick/quick_NNN (never ranks)",
@@ -51,11 +54,22 @@ def build_parser():
     sub.choices["formal"].add_argument("--devices", help="cards to run cases on at the same time (case i on card "
                                        "i mod n, one case per card, a lock per card)")
     sub.choices["list-op-names"].add_argument("--case-id", required=True, help="one known case id")
+    many = sub.add_parser("batch", help="formal rounds of several operators across the cards (or a Slurm array)")
+    many.add_argument("--op-dirs", nargs="+", required=True, help="frozen operator folders")
+    for command in (many, sub.add_parser("merge", help="the consolidated summary of a batch's task results")):
+        command.add_argument("--shared-dir", required=True, help="folder of results/ and batch_summary.json")
+        add_json_flag(command)
+    many.add_argument("--devices", help="cards of this host, e.g. 0,1,2,3,4,5,6,7")
+    many.add_argument("--emit", choices=("slurm",), help="write a Slurm job-array script instead of running")
+    many.add_argument("--cards-per-task", type=int, default=8, help="Slurm: cards per array task (default 8)")
+    many.add_argument("--output", help="Slurm: the script file to write (never overwritten)")
     return parser
 
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command in ("batch", "merge"):
+        return _batch(args)
     given = collect.Overrides(args.backend, args.device, args.warmup, args.repeats, args.op_name)
     say = (lambda line: print(line, file=sys.stderr, flush=True)) if args.json else print
     if args.command == "list-op-names":
@@ -85,6 +99,20 @@ def main(argv=None) -> int:
         print(f"{result['collection_id']}: {result['status']} ({result.get('round') or result.get('path')})"
               + (f": {result['failure']}" if result.get("failure") else ""))
     return 0 if result["status"] == "complete" else 1
+
+
+def _batch(args) -> int:
+    if args.command == "merge":
+        result = batch.merge(args.shared_dir)
+    elif args.emit:
+        result = {"script": str(batch.slurm_script(args.op_dirs, args.shared_dir, args.cards_per_task, args.output or ""))}
+    elif not args.devices:
+        raise ContractError("collect_perf.py", "--devices", "is missing", "list this host's cards, or --emit slurm")
+    else:
+        result = batch.run_local(args.op_dirs, devices.parse_devices(args.devices), args.shared_dir)
+    print(fsio.dumps(result), end="") if args.json else print(
+        result.get("script") or f"{result['complete']} complete, {result['failed']} failed: {args.shared_dir}")
+    return 0 if result.get("script") or not result["failed"] else 1
 
 
 if __name__ == "__main__":
