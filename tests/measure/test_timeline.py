@@ -91,6 +91,21 @@ def test_card_timeline_per_case(measured):
     assert doc["expected_pipes_from"]["MTE3"]["column"] == "aiv_mte3_ratio"
     for record in doc["files"]:
         assert (op / record["path"]).is_file()
+    assert doc["advisor"] is None   # msprof-analyze (the optional ascend extra) is not installed here
+
+
+def test_advisor_findings_are_archived_when_msprof_analyze_is_installed(measured):
+    op, tmp = fresh(measured, "advisor")
+    env = fake_env(tmp)
+    env["PATH"] = f"{FAKE / 'advisor_bin'}{os.pathsep}{env['PATH']}"
+    proc = run_script("instruction_timeline.py", "collect", "--op-dir", op, "--round", "round_001", "--json", env=env)
+    assert proc.returncode == 0, proc.stderr
+    path = op / json.loads(proc.stdout)["cases"][0]["path"]
+    doc = json.loads(path.read_text())
+    assert doc["advisor"]["returncode"] == 0
+    assert doc["advisor"]["files"] == ["raw/advisor/advisor_stdout.log", "raw/advisor/mstt_advisor_fake.html"]
+    assert "device_0" in (path.parent / "raw/advisor/mstt_advisor_fake.html").read_text()
+    assert any(r["path"].endswith("mstt_advisor_fake.html") for r in doc["files"])
     again = run_script("instruction_timeline.py", "collect", "--op-dir", op, "--round", "round_001", env=fake_env(tmp))
     assert_one_line_error(again, 2, "never overwritten")
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,7 @@ from .backends.base import format_log, run_logged, runner_env
 
 TIMELINE_DIR = "timeline"
 TIMELINE_NAME = "timeline.json"
+ADVISOR = "msprof-analyze"
 REPORTS = {"json_process": {"ascend": True, "biu_perf": True}}
 SOURCES = ("card", "simulator")
 
@@ -161,7 +163,31 @@ def _card(run, scratch: Path, runner: list[str], ctx, expected, staged: Path):
     files = [_keep(path, staged, path.name)]
     biu = sorted(devices[0].rglob("biu_perf.db"))
     files += [_keep(biu[0], staged, "biu_perf.db")] if len(biu) == 1 else []
-    return files, model, {"biu_database": "raw/biu_perf.db" if len(biu) == 1 else None}
+    advice, kept = advisor(profs[0], scratch, staged)
+    return files + kept, model, {"biu_database": "raw/biu_perf.db" if len(biu) == 1 else None, "advisor": advice}
+
+
+def advisor(prof: Path, scratch: Path, staged: Path) -> tuple[dict[str, Any] | None, list[Path]]:
+    """Optional (``ascend`` extra): ``msprof-analyze advisor all -d <PROF dir>`` when it is on PATH.
+
+    Its output (stdout and the report files it writes into its working folder) is archived under
+    ``raw/advisor/``; a failing advisor is recorded, never fatal. Absent, ``None``: nothing changes.
+    """
+    exe = shutil.which(ADVISOR)
+    if exe is None:
+        return None, []
+    work = scratch / "advisor"
+    work.mkdir()
+    argv = [exe, "advisor", "all", "-d", str(prof)]
+    try:
+        proc = subprocess.run(argv, cwd=work, capture_output=True, text=True, timeout=600, errors="replace")
+        code, out = proc.returncode, proc.stdout + proc.stderr
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        code, out = -1, f"advisor did not run: {exc}"
+    (work / "advisor_stdout.log").write_text(out, encoding="utf-8")
+    kept = [_keep(f, staged, f"advisor/{f.relative_to(work).as_posix()}") for f in sorted(work.rglob("*")) if f.is_file()]
+    return {"argv": [ADVISOR, *argv[1:3], "-d", "<PROF dir>"], "returncode": code,
+            "files": [f"raw/advisor/{f.relative_to(staged / 'raw' / 'advisor').as_posix()}" for f in kept]}, kept
 
 
 def _simulator(run, scratch: Path, runner, ctx, expected, staged: Path, kernel_name, soc_version):
