@@ -33,7 +33,10 @@ BUSY_RATIO = 0.01  # a pipe with a ratio above 1 % must appear in the instructio
 
 
 def repeat_dirs(case_dir: Path) -> list[Path]:
-    return sorted(p for p in case_dir.glob("repeat_[0-9][0-9][0-9]") if p.is_dir())
+    """The folders holding the measured code's tables: ``repeat_NNN`` or, in a paired round, its
+    ``candidate/`` arm (the code the round's ``executable_sha256`` names)."""
+    repeats = sorted(p for p in case_dir.glob("repeat_[0-9][0-9][0-9]") if p.is_dir())
+    return [r / "candidate" if (r / "candidate").is_dir() else r for r in repeats]
 
 
 def case_columns(case_dir: Path, op_name: str, op_dir: Path,

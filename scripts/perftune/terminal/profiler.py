@@ -221,11 +221,12 @@ def missing_metric_groups(op_dir: Path, doc: dict[str, Any]) -> list[str]:
     except (PerftuneError, KeyError):
         return []
     out = []
-    for repeat in sorted(folder.glob("case_*/repeat_[0-9][0-9][0-9]")):
-        for metric in protocol.METRIC_GROUPS:
-            if not (repeat / f"op_summary_{metric}.csv").is_file():
-                out.append(f"{repeat.parent.name}: missing evidence: metric group {metric} "
-                           f"(op_summary_{metric}.csv) is missing in {repeat.name}")
+    for case_dir in sorted(folder.glob("case_*")):
+        for repeat in profiler_data.repeat_dirs(case_dir):
+            for metric in protocol.METRIC_GROUPS:
+                if not (repeat / f"op_summary_{metric}.csv").is_file():
+                    out.append(f"{case_dir.name}: missing evidence: metric group {metric} "
+                               f"(op_summary_{metric}.csv) is missing in {repeat.relative_to(case_dir).as_posix()}")
     return out
 
 
