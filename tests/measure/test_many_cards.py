@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import shutil
 import sys
-from pathlib import Path
 
 from conftest import ROOT, assert_one_line_error, run_script
 
