@@ -345,7 +345,7 @@ def _quick_samples(root: Path, quick: Mapping[str, Any], source: Path) -> dict[s
             folder = raw / repeat_dir_name(index)
             if not folder.is_dir() or folder.is_symlink():
                 raise ContractError(folder, "-", "quick raw repeat folder is missing", "re-run the quick screen")
-            values.append(backend.read_repeat(folder, quick["target_op_name"]).duration_us)
+            values.append(backend.read_quick_repeat(folder, quick["target_op_name"]))
         out[row["case"]] = values
     return out
 

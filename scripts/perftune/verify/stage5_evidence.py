@@ -19,6 +19,7 @@ from ..contract import manifest as manifest_mod
 from ..contract import protocol, schemas
 from ..errors import ContractError, PerftuneError
 from ..report import formal
+from ..terminal import profiler
 
 TERMINAL_NAME = "terminal_evidence.json"
 REL_TOL = 1e-9
@@ -229,6 +230,8 @@ def terminal_problems(op_dir: Path, man: manifest_mod.Manifest, perf: dict, deli
             out.append(f"case {case.id}: no terminal evidence")
             continue
         out += [f"case {case.id}: {msg}" for msg in _terminal_entry_problems(entry)]
+    if obj.get("backend") == "msprof":
+        out += profiler.verify(op_dir, obj, man)   # re-derived from profiler tables and timelines
     return out
 
 
