@@ -11,7 +11,7 @@ it never touches the formal files.
 
 usage:
   compare_perf.py formal --op-dir DIR --baseline ROUND --candidate ROUND [--json]
-  compare_perf.py quick --op-dir DIR --baseline ROUND --quick QUICK [--json]
+  compare_perf.py quick --op-dir DIR --baseline ROUND --quick QUICK [--cases ID ...] [--json]
   (ROUND: round_NNN or a collection id; QUICK: quick_NNN or a collection id)
 
 example:
@@ -45,13 +45,14 @@ def build_parser():
         add_json_flag(command)
     formal.add_argument("--candidate", required=True, help="candidate (final) round: round_NNN or collection id")
     quick.add_argument("--quick", required=True, help="quick result: quick_NNN or collection id")
+    quick.add_argument("--cases", nargs="+", help="the item's case scope (target cases; default all targets)")
     return parser
 
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "quick":
-        result, path = compare.load_quick_compare(args.op_dir, args.baseline, args.quick)
+        result, path = compare.load_quick_compare(args.op_dir, args.baseline, args.quick, args.cases)
         fsio.write_json(path, result)
         rows = [f"{r['case']}: speedup {fmt(r['speedup'], '.4f')} {fmt_ci(r['speedup_ci'])} {r['verdict']}"
                 for r in result["per_case"]]
@@ -66,7 +67,8 @@ def main(argv=None) -> int:
         for r in perf["per_case"]:
             print(f"{r['case']}: speedup {fmt(r['speedup'], '.4f')} {fmt_ci(r['speedup_ci'])} {r['verdict']}")
         suite = perf["suite"]
-        print(f"suite mean_case_speedup {fmt(suite['mean_case_speedup'], '.4f')} {fmt_ci(suite['ci'])}; "
+        print(f"suite {suite['metric']} {fmt(suite['score'], '.4f')} {fmt_ci(suite['ci'])}; "
+              f"item acceptance: {perf['item_acceptance']['status']}; "
               f"target ({perf['effective_target']['source']}): {perf['effective_target']['status']}; "
               f"wrote {paths['json']}")
     return compare.exit_code(perf)
