@@ -441,12 +441,10 @@ def check_protocol_values(proto: Protocol, source: str) -> None:
         if value < (1 if name == "repeats" else 0):
             raise ContractError(source, f"--{name.replace('_id', '')}", f"{value} is out of range",
                                 "use a non-negative count (repeats >= 1)")
-    if proto.processes < 1 or proto.repeats % proto.processes:
-        raise ContractError(source, "--processes", f"{proto.processes} does not divide repeats {proto.repeats}",
-                            "every process measures the same number of repeats")
-    if not 0 <= proto.max_remeasurements <= 10:
-        raise ContractError(source, "--max-remeasurements", f"{proto.max_remeasurements} not in 0..10",
-                            "freeze a small limit such as 1")
+    for flag, bad in (("--processes", proto.processes < 1 or proto.repeats % proto.processes),
+                      ("--max-remeasurements", not 0 <= proto.max_remeasurements <= 10)):
+        if bad:  # processes must divide repeats (equal processes); a small frozen limit
+            raise ContractError(source, flag, "is out of range", "processes divides --repeats; limit in 0..10")
     if not 0 <= proto.decision.noise_band < 1:
         raise ContractError(source, "--noise-band", f"{proto.decision.noise_band} not in [0, 1)",
                             "use a fraction such as 0.01")

@@ -15,8 +15,9 @@ round kind as its ranking round: paired with paired, independent with independen
 the result to ``docs/perf/confirm.json``; a version's code gets at most
 ``1 + protocol.max_remeasurements`` confirm attempts and at most ``max_remeasurements``
 ``--supersedes`` re-measurements (frozen before any result). :func:`confirm_problems` is what
-stage5_check verifies: confirm ran on the chosen code, its last attempt is ``consistent``, within
-the limit.
+stage5_check verifies: confirm ran on the chosen code within the limit and its last attempt is not
+``inconsistent`` (a proven difference fails; ``unresolved`` — equivalence not shown on a noisy
+machine — is disclosed in confirm.json and the report, never a reason to re-measure until it fits).
 
 Decisions: a version is recorded right after its formal round, while the working tree still holds
 its code (the current hash must equal the round's); rounds must be recorded in round order; a
@@ -32,7 +33,7 @@ from typing import Any
 
 from ..measure import correctness, evidence
 from .. import fsio
-from . import ledger, selection
+from . import calibration, ledger, selection
 from ..contract import manifest, protocol, schemas
 from ..errors import ContractError
 
@@ -241,6 +242,7 @@ def rank(op_dir: str | Path) -> dict[str, Any]:
     if base["version_id"] not in rounds:
         raise ContractError(paths(root)[0], "candidates[0]", f"baseline round {base['formal_collection_id']} "
                             "is not loadable", "the frozen baseline must stay on disk")
+    man, _ = calibration.apply(root, man)
     result = selection.select(entries, rounds, man)
     result["inputs"] = {"candidates": fsio.file_record(paths(root)[0], root),
                         "manifest": fsio.file_record(root / protocol.MANIFEST_NAME, root),
@@ -289,6 +291,7 @@ def confirm(op_dir: str | Path, final_round: str) -> dict[str, Any]:
                             f"{chosen} is {_kind(ranked)}", "collect the final round with the same round kind")
     base = evidence.load_round(root, next(iter(cands.values()))["formal_collection_id"])
     as_samples = lambda rnd: {cid: c.samples_us for cid, c in rnd.cases.items()}  # noqa: E731
+    man, _ = calibration.apply(root, man)
     try:
         out = selection.confirm(as_samples(ranked), as_samples(final), as_samples(base), man)
     except ValueError as exc:
@@ -330,7 +333,7 @@ def confirm_problems(op_dir: str | Path, chosen_sha: str, limit: int) -> list[st
         return ["confirm never ran on the chosen version's code"]
     out = [] if len(attempts) <= limit + 1 else [f"{len(attempts)} confirm attempts exceed the frozen limit {limit + 1}"]
     last = attempts[-1]
-    if last.get("status") != "consistent":
+    if last.get("status") not in ("consistent", "unresolved"):
         out.append(f"the last confirm of {last.get('chosen')} is {last.get('status')} (ratio {last.get('ratio')}, "
-                   f"CI {last.get('ratio_ci')}, band {last.get('band')})")
+                   f"CI {last.get('ratio_ci')}, band {last.get('band')}): the final round proves a different score")
     return out

@@ -39,7 +39,7 @@ from typing import Any
 
 from .. import fsio
 from ..contract import protocol, schemas
-from . import acceptance, stats
+from . import acceptance, calibration, stats
 from ..errors import ContractError
 from ..contract.manifest import Decision, Manifest, load_manifest
 
@@ -326,6 +326,7 @@ def load_formal(op_dir: str | Path, baseline_ref: str, candidate_ref: str) -> di
     if not root.is_dir():
         raise ContractError(root, "--op-dir", "is not a directory", "pass the operator directory")
     man, record = _load_manifest(root)
+    man, calibrated = calibration.apply(root, man)
     base, cand = evidence.load_round(root, baseline_ref), evidence.load_round(root, candidate_ref)
     check_rounds(man, record["sha256"], base, cand)
     newest = [r["name"] for r in evidence.list_rounds(root) if r["status"] == "complete" and r["mode"] == "compare"]
@@ -339,6 +340,8 @@ def load_formal(op_dir: str | Path, baseline_ref: str, candidate_ref: str) -> di
     perf = build_performance(task=root.resolve().name, manifest=man, manifest_record=record, baseline=base,
                              candidate=cand, golden_us=golden_us, golden_record=golden_record,
                              round_paths=(fsio.display_path(base.path, root), fsio.display_path(cand.path, root)))
+    perf["calibration"] = None if calibrated is None else {
+        k: calibrated[k] for k in ("kind", "rounds", "measured_noise", "frozen_noise_band", "effective_band")}
     schemas.validate(perf, "performance", protocol.PERFORMANCE_JSON)
     return perf
 
@@ -379,6 +382,7 @@ def load_quick_compare(op_dir: str | Path, baseline_ref: str, quick_ref: str,
     from ..measure import evidence
     root = Path(op_dir)
     man, record = _load_manifest(root)
+    man, _ = calibration.apply(root, man)
     base = evidence.load_round(root, baseline_ref)
     folder = _find_quick(root, quick_ref)
     path = folder / protocol.QUICK_NAME

@@ -210,6 +210,8 @@ def setup(d: Driver) -> str:
         raise CheckFailed(d.op / TEST_FILE, "baseline", "the baseline fails its own tests", "fix the example")
     d.run("collect_perf.py", "preflight", "--op-dir", d.op)
     d.formal("v000")
+    # freeze the effective noise band from the baseline's own A/A noise before any candidate is seen
+    d.run("compare_perf.py", "calibrate", "--op-dir", d.op, "--rounds", d.rounds["v000"]["round"])
     return run_id
 
 
