@@ -61,6 +61,12 @@ def build_parser():
     freeze.add_argument("--decision-method", choices=protocol.DECISION_METHODS, default="bootstrap")
     freeze.add_argument("--noise-band", type=float, default=protocol.DEFAULT_DECISION["noise_band"])
     freeze.add_argument("--quick-min-speedup", type=float, default=protocol.DEFAULT_PROMOTION["quick_min_speedup"])
+    freeze.add_argument("--promotion-rule", choices=protocol.PROMOTION_RULES, default=protocol.DEFAULT_PROMOTION["rule"])
+    freeze.add_argument("--aggregate-metric", choices=protocol.AGGREGATE_METRICS, default=protocol.AGGREGATE_METRIC)
+    freeze.add_argument("--multiplicity", choices=protocol.MULTIPLICITY, default="bonferroni")
+    freeze.add_argument("--max-remeasurements", type=int, default=protocol.DEFAULT_MAX_REMEASUREMENTS)
+    freeze.add_argument("--processes", type=int, default=protocol.DEFAULT_PROCESSES,
+                        help="processes a case's repeats are spread over (cpu; must divide --repeats)")
     freeze.add_argument("--test-file", help="test file name inside --op-dir (default test_<op>.py)")
     freeze.add_argument("--replace", metavar="REASON", help="re-freeze (only while no round exists); the old "
                         "manifest is kept in docs/perf/manifest_history/")
@@ -84,8 +90,11 @@ def main(argv=None) -> int:
         proto = manifest.make_protocol(
             backend=args.backend, device_id=args.device, warmup=args.warmup, repeats=args.repeats,
             op_name=args.op_name, seed=args.seed, aggregation=args.aggregation,
-            decision={"method": args.decision_method, "noise_band": args.noise_band},
-            promotion={"quick_min_speedup": args.quick_min_speedup})
+            decision={"method": args.decision_method, "noise_band": args.noise_band,
+                      "multiplicity": args.multiplicity},
+            promotion={"quick_min_speedup": args.quick_min_speedup, "rule": args.promotion_rule},
+            aggregate_metric=args.aggregate_metric, max_remeasurements=args.max_remeasurements,
+            processes=args.processes)
         manifest.check_protocol_values(proto, "freeze_cases.py")
         path, obj, report = freezing.freeze(args.op_dir, target_case_ids=args.target_case_ids,
                                             selection_mode=args.selection_mode, proto=proto,

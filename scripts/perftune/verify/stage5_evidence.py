@@ -204,6 +204,8 @@ def selection_problems(op_dir: Path, delivered_sha: str) -> list[str]:
         stored = fsio.read_json(candidates.paths(op_dir)[1], what="selection.json")
         if stored.get("chosen") != chosen:
             out.append(f"selection.json says {stored.get('chosen')!r}, recomputation says {chosen!r}")
+        man = manifest_mod.load_manifest(op_dir / protocol.MANIFEST_NAME)
+        out += candidates.confirm_problems(op_dir, by_id[chosen]["executable_sha256"], man.protocol.max_remeasurements)
     except PerftuneError as exc:
         out.append(exc.line())
     return out
