@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import fsio
-from . import protocol, schemas
+from . import precision, protocol, schemas
 from ..errors import ContractError
 
 _DTYPE_ALIASES = {
@@ -412,6 +412,9 @@ def freeze(op_dir: str | Path, *, target_case_ids: list[str], selection_mode: st
     tests = find_test_functions(_utf8(test_path, "test file"), str(test_path))
     obj = build_manifest(spec, tests, target_case_ids=target_case_ids, selection_mode=selection_mode,
                          proto=proto, spec_source=str(spec_path), test_source=str(test_path))
+    gate = precision.from_spec(_utf8(spec_path, "SPEC.md"), root, canonical_dtype, str(spec_path))
+    if gate:  # frozen with the contract (contract/precision.py)
+        obj["precision_gate"] = gate
     fsio.write_json(out, obj, overwrite=False)
     return out, obj
 

@@ -78,7 +78,11 @@ def before(args: tuple, kwargs: dict) -> list[dict[str, Any]]:
 
 def after(pre: list[dict[str, Any]], args: tuple, kwargs: dict, result: Any, caller: str) -> dict[str, Any]:
     """The call's record: unchanged arguments are inputs; written ones and the result are outputs."""
-    post = [describe(value, name) for name, value in _named(args, kwargs)]
+    return split(pre, before(args, kwargs), result, caller)
+
+
+def split(pre: list[dict[str, Any]], post: list[dict[str, Any]], result: Any, caller: str) -> dict[str, Any]:
+    """:func:`after` from the two descriptions of the arguments (before and after the call)."""
     inputs, outputs = [], []
     for was, now in zip(pre, post):
         (outputs if was.get("sha256") != now.get("sha256") else inputs).append(now)

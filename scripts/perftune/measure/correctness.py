@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from . import evidence
+from . import evidence, probes
 from .. import fsio
 from ..contract import manifest, protocol, schemas
 from .backends.base import device_env
@@ -116,6 +116,9 @@ def run_all(op_dir: str | Path, *, at: str, test_file: str | None = None,
     for case in man.cases:
         function = case.test_function or f"test_{re.sub(r'[^A-Za-z0-9_]', '_', case.id)}"
         cases.append({"id": case.id, "test_function": function, **run_case(root, path.stem, function, env, timeout_s)})
+        if man.protocol is not None:  # frozen gate applied, measured figures, caching probes (probe_runner)
+            cases[-1]["probe"] = probes.run(root, path, root / protocol.MANIFEST_NAME, case.id, man.protocol.op_name,
+                                            device_id=man.protocol.device_id, timeout_s=timeout_s)
     after, _ = _code_identity(root, man)
     if after != sha:
         raise ContractError(root, "executable_sha256", "sources changed while the tests ran",
