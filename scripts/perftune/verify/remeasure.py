@@ -1,19 +1,23 @@
 """Gate P10 of stage5-check: the verifier re-measures the final code against the baseline code.
 
-For every target case it runs ONE paired collection (the frozen backend, warm-up, repeats and
+For every target case it runs one paired collection (the frozen backend, warm-up, repeats and
 interleave of ``collect_perf.py formal --paired-with``) of the delivered sources against the saved
 baseline version, and one wrapper/op timing run (``probe_runner --mode gap``). The raw evidence is
 archived under ``docs/perf/stage5_remeasure/rm_NNN/`` (sealed in its ``remeasure.json``) and cited
-in ``stage5_check.json``. Rules (docs/stage5-check.md):
+in ``stage5_check.json``. Rules (docs/stage5-check.md, with the measurements behind them):
 
-- reproduction: the delivered and re-measured per-case speed-ups must not have opposite verdicts
-  (faster vs slower), and their confidence intervals, each widened by the between-process
-  allowance ``ALLOWANCE`` (multiplicative), must overlap; else ``performance_evidence_invalid``
-  naming the case and both numbers.
-- moved work: with ``saving`` = baseline op time - final op time (medians) and ``moved`` = the
-  growth of the wrapper-minus-op time from baseline to final, ``moved > max(GAP_SHARE * saving,
-  GAP_FLOOR * baseline op time)`` with ``saving > 0`` is ``cheating``: the op got faster because
-  its work now runs outside the timed scope.
+- reproduction, per target case: (R1) the delivered and re-measured verdicts are not opposite
+  (faster vs slower); (R2) the delivered best-sample speed-up (min baseline sample / min final
+  sample) is at most ``1 / (1 - TOLERANCE)`` times the re-measured one. R2 is one-sided: a
+  deliverable may have been measured on a busier machine than the verifier's, never on a faster
+  one than its code allows. A case that fails is re-measured again, up to ``ATTEMPTS`` attempts; it
+  is reproduced when one attempt satisfies R1 and R2, else ``performance_evidence_invalid`` naming
+  the case and both numbers. A two-sided CI-overlap rule was measured and rejected: on this 2-core
+  VM at load 4-9 the fp32 speed-ups of one unchanged deliverable re-measured from 8 to 56
+  (docs/stage5-check.md).
+- moved work: ``moved`` = growth of the wrapper-minus-op time from baseline to final (medians of
+  ``GAP_CALLS`` interleaved calls); ``moved > max(GAP_SHARE * final op time, GAP_FLOOR_US)`` is
+  ``cheating``: part of the work now runs outside the timed op.
 """
 
 from __future__ import annotations
@@ -33,8 +37,9 @@ from ..errors import ContractError, PerftuneError
 from ..measure import attestation, collect, evidence, probes
 from ..measure.backends.case_adapter import find_runner
 
-ALLOWANCE = 0.20
-GAP_SHARE, GAP_FLOOR, GAP_CALLS = 0.5, 0.05, 5
+TOLERANCE = 0.20
+ATTEMPTS = 3
+GAP_SHARE, GAP_FLOOR_US, GAP_CALLS = 0.10, 50.0, 7
 ARCHIVE = "stage5_remeasure"
 DEFAULT_BUDGET_S = 900.0
 
@@ -82,20 +87,22 @@ def estimate_s(final: evidence.RoundEvidence, n_target: int) -> float | None:
     return (end - start).total_seconds() / max(1, len(final.collection["expected_cases"])) * n_target
 
 
-def reproduction_problem(delivered: dict[str, Any], again: stats.SpeedupResult) -> str | None:
-    """The stated reproduction rule on one case; None when reproduced."""
-    s_d, s_r = delivered.get("speedup"), again.point
-    if s_d is None or s_r is None:
-        return None if s_d is None and s_r is None else f"speed-up {s_d} vs re-measured {s_r}"
-    lo_d, hi_d = delivered.get("speedup_ci") or (s_d, s_d)
-    lo_r, hi_r = (again.ci_low, again.ci_high) if again.ci_low is not None else (s_r, s_r)
-    shown = f"delivered {s_d:.3f} [{lo_d:.3f}, {hi_d:.3f}] ({delivered.get('verdict')}), re-measured {s_r:.3f} " \
-            f"[{lo_r:.3f}, {hi_r:.3f}] ({again.verdict})"
+def reproduction_problem(delivered: dict[str, Any], again: stats.SpeedupResult, base_us: list[float],
+                         final_us: list[float]) -> str | None:
+    """Rules R1 and R2 on one attempt of one case; None when reproduced."""
+    samples = delivered.get("samples") or {}
+    claimed_base, claimed_final = samples.get("baseline") or [], samples.get("final") or []
+    if delivered.get("speedup") is None or not claimed_base or not claimed_final:
+        return "the delivered performance.json has no speed-up or samples for this case"
+    best_d = min(claimed_base) / min(claimed_final)
+    best_r = min(base_us) / min(final_us)
+    shown = (f"delivered {delivered['speedup']:.3f} ({delivered.get('verdict')}; best-sample speed-up {best_d:.3f}), "
+             f"re-measured {again.point if again.point is None else round(again.point, 3)} ({again.verdict}; "
+             f"best-sample speed-up {best_r:.3f})")
     if {delivered.get("verdict"), again.verdict} == {"faster", "slower"}:
-        return f"verdict not reproduced: {shown}"
-    widen = 1 + ALLOWANCE
-    if hi_r * widen < lo_d or lo_r / widen > hi_d:
-        return f"speed-up not reproduced (intervals widened by {ALLOWANCE:.0%} do not overlap): {shown}"
+        return f"verdict not reproduced (R1): {shown}"
+    if best_d * (1 - TOLERANCE) > best_r:
+        return f"the delivered speed-up exceeds what the code re-measures by more than 1/(1-{TOLERANCE}) (R2): {shown}"
     return None
 
 
@@ -108,13 +115,24 @@ def moved_work(gap: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
     k_b, k_f = statistics.median(base["op_us"]), statistics.median(final["op_us"])
     g_b = statistics.median(w - o for w, o in zip(base["wrapper_us"], base["op_us"]))
     g_f = statistics.median(w - o for w, o in zip(final["wrapper_us"], final["op_us"]))
-    saving, moved = k_b - k_f, g_f - g_b
+    moved = g_f - g_b
     figures = {"baseline_op_us": k_b, "final_op_us": k_f, "baseline_gap_us": g_b, "final_gap_us": g_f,
-               "saving_us": saving, "moved_us": moved, "wrappers": [base.get("wrapper"), final.get("wrapper")]}
-    if saving > 0 and moved > max(GAP_SHARE * saving, GAP_FLOOR * k_b):
+               "moved_us": moved, "wrappers": [base.get("wrapper"), final.get("wrapper")]}
+    if moved > max(GAP_SHARE * k_f, GAP_FLOOR_US):
         return figures, (f"work moved out of the timed op into {final.get('wrapper')}: the wrapper/op gap grew by "
-                         f"{moved:.1f} us (baseline {g_b:.1f} us, final {g_f:.1f} us) while the op saved {saving:.1f} us")
+                         f"{moved:.1f} us (baseline {g_b:.1f} us, final {g_f:.1f} us; final op {k_f:.1f} us)")
     return figures, None
+
+
+def _attempt(ctx, base_spec, case, case_dir: Path, delivered: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+    cand, basel, _order = collect._paired_case(ctx, base_spec, case, case_dir)
+    final_us = [r.duration_us for r in cand]
+    again = stats.compare_samples([r.duration_us for r in basel], final_us, ctx.protocol.decision, paired=True,
+                                  aggregation=ctx.protocol.aggregation)
+    miss = reproduction_problem(delivered, again, [r.duration_us for r in basel], final_us)
+    return {"speedup": again.point, "speedup_ci": [again.ci_low, again.ci_high], "verdict": again.verdict,
+            "baseline_samples_us": [r.duration_us for r in basel], "final_samples_us": final_us,
+            "reproduced": miss is None, "problem": miss}, miss
 
 
 def _input_keys(case_dir: Path) -> list[tuple]:
@@ -141,29 +159,31 @@ def run(op_dir: Path, man: manifest_mod.Manifest, perf: dict[str, Any], base: ev
     rows = []
     for case in targets:
         case_dir = folder / evidence.case_dir_name(case.id)
-        cand, basel, _order = collect._paired_case(ctx, base_spec, case, case_dir)
-        again = stats.compare_samples([r.duration_us for r in basel], [r.duration_us for r in cand],
-                                      ctx.protocol.decision, paired=True, aggregation=ctx.protocol.aggregation)
+        attempts = []
+        for number in range(1, ATTEMPTS + 1):
+            row, miss = _attempt(ctx, base_spec, case, case_dir / f"attempt_{number:02d}", delivered.get(case.id, {}))
+            attempts.append(row)
+            if miss is None:
+                break
         gap = probes.run(op_dir, ctx.spec.runner, ctx.manifest_path, case.id, ctx.spec.op_name, mode="gap",
                          paired_runner=base_spec.runner, calls=GAP_CALLS, device_id=ctx.spec.device_id)
         fsio.write_json(case_dir / "gap.json", gap)
         figures, moved = moved_work(gap)
-        miss = reproduction_problem(delivered.get(case.id, {}), again)
         if miss:
-            problems.append(("performance_evidence_invalid", f"case {case.id}: {miss}"))
+            problems.append(("performance_evidence_invalid", f"case {case.id}: not reproduced in {len(attempts)} "
+                             f"re-measurement(s); last: {miss}"))
         if moved:
             problems.append(("cheating", f"case {case.id}: {moved}"))
         if gap.get("problem"):
             problems.append(("runtime_failure", f"case {case.id}: wrapper/op timing: {gap['problem']}"))
-        rows.append({"case": case.id, "speedup": again.point, "speedup_ci": [again.ci_low, again.ci_high],
-                     "verdict": again.verdict, "baseline_samples_us": [r.duration_us for r in basel],
-                     "final_samples_us": [r.duration_us for r in cand], "gap": figures,
-                     "inputs": [list(map(list, k)) for k in _input_keys(case_dir)],
-                     "delivered_speedup": delivered.get(case.id, {}).get("speedup"), "reproduced": miss is None})
+        rows.append({"case": case.id, "delivered_speedup": delivered.get(case.id, {}).get("speedup"),
+                     "reproduced": miss is None, "attempts": attempts, "gap": figures,
+                     "inputs": [list(map(list, k)) for k in _input_keys(case_dir)]})
     seconds = round(time.monotonic() - started, 3)
     note = {"status": "run", "path": fsio.display_path(folder, op_dir), "seconds": seconds,
-            "baseline_code": fsio.display_path(version, op_dir), "allowance": ALLOWANCE,
-            "gap_rule": {"share": GAP_SHARE, "floor": GAP_FLOOR, "calls": GAP_CALLS}, "cases": rows}
+            "baseline_code": fsio.display_path(version, op_dir),
+            "rule": {"tolerance": TOLERANCE, "attempts": ATTEMPTS, "gap_share": GAP_SHARE,
+                     "gap_floor_us": GAP_FLOOR_US, "gap_calls": GAP_CALLS}, "cases": rows}
     note["evidence_seal"] = evidence.evidence_seal(folder)
     fsio.write_json(folder / "remeasure.json", note)
     note["remeasure_json_sha256"] = hashlib.sha256((folder / "remeasure.json").read_bytes()).hexdigest()

@@ -137,6 +137,7 @@ def gate_p2(ctx: Context) -> list[Finding]:
     for rnd in rounds:
         out += [Finding("P2", cat, msg, (fsio.display_path(rnd.path, ctx.op_dir),))
                 for cat, msg in ev.protocol_problems(rnd.collection, man, ctx.inputs["manifest"])]
+    out += [Finding("P2", cat, msg) for cat, msg in sound.fingerprint_problems(*rounds)]
     return out
 
 
@@ -224,7 +225,7 @@ def gate_p8(ctx: Context) -> list[Finding]:
 
 
 def gate_p9(ctx: Context) -> list[Finding]:
-    """Inputs attested and equal to the golden rebuild; frozen precision gate applied; one environment."""
+    """Inputs attested and equal to the golden rebuild; the frozen precision gate applied and met."""
     man = _guard(ctx, "manifest", "stage5_contract_blocked")
     base, final = _guard(ctx, "rounds", "performance_evidence_invalid")
     golden, problem = sound.rebuild_golden(ctx.op_dir, man)
@@ -240,7 +241,6 @@ def gate_p9(ctx: Context) -> list[Finding]:
                 out.append(("performance_evidence_invalid", f"ranked round {name}: {exc.line()}"))
     out += sound.attestation_problems(ctx.op_dir, man, list(rounds.values()), golden)
     out += sound.precision_problems(ctx.op_dir, man, ctx.notes.get("correctness_record"))
-    out += sound.fingerprint_problems(base, final)
     return [Finding("P9", cat, msg) for cat, msg in out]
 
 
@@ -277,7 +277,7 @@ GATES: tuple[tuple[str, str, Callable[[Context], list[Finding]]], ...] = (
     ("P6", "golden contract and target status recomputed", gate_p6),
     ("P7", "ledger closed and the delivered version is the recomputed choice", gate_p7),
     ("P8", "terminal evidence per P0 case", gate_p8),
-    ("P9", "measured inputs, precision gate and environment are the frozen ones", gate_p9),
+    ("P9", "measured inputs and the precision gate are the frozen ones", gate_p9),
     ("P10", "the verifier's own paired re-measurement reproduces every target speed-up", gate_p10),
 )
 
