@@ -196,11 +196,11 @@ def _samples(case_dir: Path) -> list[float]:
 
 def test_final_samples_copied_from_a_faster_case_with_jitter(op):
     final = evidence.find_round(op, perf(op)["final_collection_id"])
-    donor = _samples(final / evidence.case_dir_name("r1024_c256_fp16"))
+    donor = _samples(final / evidence.case_dir_name("r64_c4096_fp32"))
     jitter = random.Random(16)
     _forge_final(op, lambda case, _d: [v * (1 + jitter.uniform(0.02, 0.06)) for v in donor]
-                 if case == "r64_c4096_fp16" else None)
-    assert_caught(check(op, remeasure=True), "P10", "performance_evidence_invalid", "case r64_c4096_fp16: not reproduced")
+                 if case == "r1024_c256_fp16" else None)
+    assert_caught(check(op, remeasure=True), "P10", "performance_evidence_invalid", "case r1024_c256_fp16: not reproduced")
 
 
 def test_every_final_sample_scaled_by_0_7(op):

@@ -7,14 +7,13 @@ archived under ``docs/perf/stage5_remeasure/rm_NNN/`` (sealed in its ``remeasure
 in ``stage5_check.json``. Rules (docs/stage5-check.md, with the measurements behind them):
 
 - reproduction, per target case: (R1) the delivered and re-measured verdicts are not opposite
-  (faster vs slower); (R2) the delivered best-sample speed-up (min baseline sample / min final
-  sample) is at most ``1 / (1 - TOLERANCE)`` times the re-measured one. R2 is one-sided: a
-  deliverable may have been measured on a busier machine than the verifier's, never on a faster
-  one than its code allows. A case that fails is re-measured again, up to ``ATTEMPTS`` attempts; it
-  is reproduced when one attempt satisfies R1 and R2, else ``performance_evidence_invalid`` naming
-  the case and both numbers. A two-sided CI-overlap rule was measured and rejected: on this 2-core
-  VM at load 4-9 the fp32 speed-ups of one unchanged deliverable re-measured from 8 to 56
-  (docs/stage5-check.md).
+  (faster vs slower); (R2) the delivered speed-up times ``(1 - TOLERANCE)`` is at most the upper
+  end of the re-measured CI. R2 is one-sided: a deliverable may have been measured on a busier
+  machine than the verifier's (its speed-up then re-measures higher), never claim more than its
+  code does. A case that fails is re-measured again, up to ``ATTEMPTS`` attempts, and is reproduced
+  when one attempt satisfies R1 and R2; else ``performance_evidence_invalid`` naming the case and
+  both numbers. Two-sided rules were measured and rejected (docs/stage5-check.md): at load 4-14 on
+  this 2-core VM the fp32 speed-ups of one unchanged deliverable re-measured from 7 to 68.
 - moved work: ``moved`` = growth of the wrapper-minus-op time from baseline to final (medians of
   ``GAP_CALLS`` interleaved calls); ``moved > max(GAP_SHARE * final op time, GAP_FLOOR_US)`` is
   ``cheating``: part of the work now runs outside the timed op.
@@ -87,22 +86,18 @@ def estimate_s(final: evidence.RoundEvidence, n_target: int) -> float | None:
     return (end - start).total_seconds() / max(1, len(final.collection["expected_cases"])) * n_target
 
 
-def reproduction_problem(delivered: dict[str, Any], again: stats.SpeedupResult, base_us: list[float],
-                         final_us: list[float]) -> str | None:
+def reproduction_problem(delivered: dict[str, Any], again: stats.SpeedupResult) -> str | None:
     """Rules R1 and R2 on one attempt of one case; None when reproduced."""
-    samples = delivered.get("samples") or {}
-    claimed_base, claimed_final = samples.get("baseline") or [], samples.get("final") or []
-    if delivered.get("speedup") is None or not claimed_base or not claimed_final:
-        return "the delivered performance.json has no speed-up or samples for this case"
-    best_d = min(claimed_base) / min(claimed_final)
-    best_r = min(base_us) / min(final_us)
-    shown = (f"delivered {delivered['speedup']:.3f} ({delivered.get('verdict')}; best-sample speed-up {best_d:.3f}), "
-             f"re-measured {again.point if again.point is None else round(again.point, 3)} ({again.verdict}; "
-             f"best-sample speed-up {best_r:.3f})")
+    s_d, s_r = delivered.get("speedup"), again.point
+    if s_d is None or s_r is None:
+        return None if s_d is None and s_r is None else f"speed-up {s_d} but re-measured {s_r}"
+    high = again.ci_high if again.ci_high is not None else s_r
+    shown = (f"delivered {s_d:.3f} ({delivered.get('verdict')}), re-measured {s_r:.3f} "
+             f"[{again.ci_low if again.ci_low is None else round(again.ci_low, 3)}, {high:.3f}] ({again.verdict})")
     if {delivered.get("verdict"), again.verdict} == {"faster", "slower"}:
         return f"verdict not reproduced (R1): {shown}"
-    if best_d * (1 - TOLERANCE) > best_r:
-        return f"the delivered speed-up exceeds what the code re-measures by more than 1/(1-{TOLERANCE}) (R2): {shown}"
+    if s_d * (1 - TOLERANCE) > high:
+        return f"the delivered speed-up less {TOLERANCE:.0%} is above the re-measured CI (R2): {shown}"
     return None
 
 
@@ -129,7 +124,7 @@ def _attempt(ctx, base_spec, case, case_dir: Path, delivered: dict[str, Any]) ->
     final_us = [r.duration_us for r in cand]
     again = stats.compare_samples([r.duration_us for r in basel], final_us, ctx.protocol.decision, paired=True,
                                   aggregation=ctx.protocol.aggregation)
-    miss = reproduction_problem(delivered, again, [r.duration_us for r in basel], final_us)
+    miss = reproduction_problem(delivered, again)
     return {"speedup": again.point, "speedup_ci": [again.ci_low, again.ci_high], "verdict": again.verdict,
             "baseline_samples_us": [r.duration_us for r in basel], "final_samples_us": final_us,
             "reproduced": miss is None, "problem": miss}, miss
