@@ -50,9 +50,12 @@ def _round_records(rnd: evidence.RoundEvidence, case_id: str) -> tuple[list[dict
         for folder in ([repeat / "baseline", repeat / "candidate"] if rnd.paired else [repeat]):
             path = folder / attestation.ATTESTATION_JSON
             try:
-                found.append(fsio.read_json(path, what="attestation"))
+                obj = fsio.read_json(path, what="attestation")
             except PerftuneError:
                 missing += 1
+                continue
+            if isinstance(obj, dict) and "unavailable" not in obj:  # msprof without a Python launcher: disclosed
+                found += obj["calls"] if isinstance(obj.get("calls"), list) else [obj]
     return found, missing
 
 
