@@ -3,7 +3,9 @@
 
 Runs the machine-checkable Stage 4 gates on test_<op>.py, then P1 files, P2 contract, P3
 evidence, P4 numbers (recomputed from raw samples), P5 correctness, P6 target, P7 ledger and
-best-version closure, P8 terminal evidence. Every failure is reported with its evidence; one
+best-version closure, P8 terminal evidence, P9 measured inputs and precision gate = the frozen ones,
+P10 the verifier's own paired re-measurement (default on for cpu; archived in
+docs/perf/stage5_remeasure/). Every failure is reported with its evidence; one
 primary failure_category is chosen by the documented priority. Writes docs/perf/stage5_check.json
 and prints the verifier's text verdict. It never trusts numbers written by an agent.
 

@@ -1,4 +1,4 @@
-"""stage5-check: the Stage 4 static gates, then P1-P8 (DESIGN §8), every number recomputed.
+"""stage5-check: the Stage 4 static gates, then P1-P10 (DESIGN §8 + #16), every number recomputed.
 
 Each gate is a function ``(ctx) -> list[Finding]``; an empty list is PASS. The verdict never
 depends on numbers an agent wrote: P4 recomputes ``performance.json`` from the raw files of the two
@@ -9,6 +9,9 @@ ledger closure and the best-version choice. Category mapping (docs/stage5-check.
   ``stage5_contract_blocked``; a dispatch target that differs from the frozen one → ``dispatch_invalid``;
 - missing or empty deliverable files (P1) → ``missing_file``;
 - stitched, reused, tampered or non-recomputable evidence (P1 citations, P3, P4, P6, P8) →
+  ``performance_evidence_invalid``; inputs other than the frozen case, a weakened precision gate,
+  memoised/precomputed outputs or work moved out of the timed op (P9, P10) → ``cheating``; a
+  speed-up the verifier's own re-measurement does not reproduce (P10) →
   ``performance_evidence_invalid``; open ledger or a delivered version that is not the recomputed
   choice (P7) → ``performance_item_coverage_invalid``; failing P0 tests (P5) → ``precision_failure``
   or ``runtime_failure``; Stage 4 gate failures keep their own categories.
