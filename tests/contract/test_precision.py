@@ -49,3 +49,11 @@ def test_freeze_records_the_gate_and_the_reference_identity(op_dir):
     assert frozen["reference"]["function"] == "softmax_golden_cpu"
     assert frozen["reference"]["path"] == "softmax_golden_cpu.py" and len(frozen["reference"]["sha256"]) == 64
     assert json.loads((op_dir / "PERFORMANCE_CASES.json").read_text())["precision_gate"] == frozen
+
+
+def test_several_dtypes_on_one_line_share_its_percentage():
+    text = ("## Precision gate\nCompared with `r`: float32 `|y-ref| <= 1e-5 + 1e-4*|ref|`, float16 "
+            "`1e-3 + 1e-2*|ref|`, for at least 99 % of elements.\n")
+    gates, reference = precision.parse_gate_lines(text, canonical_dtype)
+    assert reference == "r" and gates == {"float32": {"atol": 1e-5, "rtol": 1e-4, "min_matched": 0.99},
+                                          "float16": {"atol": 1e-3, "rtol": 1e-2, "min_matched": 0.99}}

@@ -27,7 +27,6 @@ from .. import fsio
 from ..errors import ContractError
 
 _NUM = r"([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)"
-_INEQUALITY = re.compile(rf"<=\s*{_NUM}\s*\+\s*{_NUM}\s*\*\s*\|")
 _PERCENT = re.compile(rf"at\s+least\s+{_NUM}\s*%")
 _KEYED = {key: re.compile(rf"\b{key}\s*[=:]\s*{_NUM}") for key in ("atol", "rtol", "min_matched")}
 _REFERENCE = re.compile(r"[Cc]ompared\s+(?:with|to|against)\s+`([A-Za-z_][A-Za-z0-9_]*)`")
@@ -44,42 +43,61 @@ def _section(text: str) -> list[str]:
     return out
 
 
+_EXPRESSION = re.compile(rf"{_NUM}\s*\+\s*{_NUM}\s*\*\s*\|")
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9_.]*")
+
+
+def _dtype_before(text: str, canonical_dtype: Callable[[str], str]) -> str | None:
+    for word in reversed(_WORD.findall(text)):
+        try:
+            return canonical_dtype(word)
+        except ValueError:
+            continue
+    return None
+
+
+def _line_gates(line: str, canonical_dtype: Callable[[str], str], percent: float | None) -> list[tuple[str, dict]]:
+    """Every ``<dtype> ... atol + rtol * |ref|`` (or ``<dtype>: atol=, rtol=``) on one line."""
+    out, last = [], 0
+    for match in _EXPRESSION.finditer(line):
+        dtype = _dtype_before(line[last:match.start()], canonical_dtype)
+        last = match.end()
+        if dtype:
+            out.append((dtype, {"atol": float(match.group(1)), "rtol": float(match.group(2)),
+                                "min_matched": percent if percent is not None else 1.0}))
+    head = re.match(r"\s*[-*]?\s*`?([A-Za-z0-9_.]+)`?\s*:\s*(.*)$", line)
+    keyed = {k: m.group(1) for k, rx in _KEYED.items() if (m := rx.search(line))}
+    if not out and head and {"atol", "rtol"} <= set(keyed):
+        dtype = _dtype_before(head.group(1), canonical_dtype)
+        if dtype:
+            out.append((dtype, {"atol": float(keyed["atol"]), "rtol": float(keyed["rtol"]),
+                                "min_matched": float(keyed.get("min_matched", 1.0))}))
+    return out
+
+
 def parse_gate_lines(text: str, canonical_dtype: Callable[[str], str], source: str = "SPEC.md"
                      ) -> tuple[dict[str, dict[str, float]], str | None]:
     """Per-dtype ``{atol, rtol, min_matched}`` and the named reference function (pure).
 
     ``canonical_dtype`` is the manifest's dtype canonicaliser (passed in: the manifest imports us).
+    A percentage ("at least 99.9 %") applies to the expressions of its line, else of the section.
     """
+    lines = _section(text)
+    section_pct = next((m.group(1) for line in lines if (m := _PERCENT.search(line))), None)
     gates: dict[str, dict[str, float]] = {}
     reference = None
-    for line in _section(text):
+    for line in lines:
         if reference is None and (found := _REFERENCE.search(line)):
             reference = found.group(1)
-        head = re.match(r"\s*[-*]?\s*`?([A-Za-z0-9_.]+)`?\s*:\s*(.*)$", line)
-        if not head:
-            continue
-        try:
-            dtype = canonical_dtype(head.group(1))
-        except ValueError:
-            continue
-        body = head.group(2)
-        ineq, percent = _INEQUALITY.search(body), _PERCENT.search(body)
-        keyed = {k: m.group(1) for k, rx in _KEYED.items() if (m := rx.search(body))}
-        if ineq:
-            gate = {"atol": float(ineq.group(1)), "rtol": float(ineq.group(2)),
-                    "min_matched": round(float(percent.group(1)) / 100, 12) if percent else 1.0}
-        elif {"atol", "rtol"} <= set(keyed):
-            gate = {"atol": float(keyed["atol"]), "rtol": float(keyed["rtol"]),
-                    "min_matched": float(keyed.get("min_matched", 1.0))}
-        else:
-            continue
-        if dtype in gates and gates[dtype] != gate:
-            raise ContractError(source, f"precision gate {dtype}", "declared twice with different values",
-                                "keep one line per dtype")
-        if not 0 < gate["min_matched"] <= 1:
-            raise ContractError(source, f"precision gate {dtype}", f"matched fraction {gate['min_matched']} "
-                                "is not in (0, 1]", "write e.g. 'for at least 99.9 % of elements'")
-        gates[dtype] = gate
+        pct = (m.group(1) if (m := _PERCENT.search(line)) else section_pct)
+        for dtype, gate in _line_gates(line, canonical_dtype, round(float(pct) / 100, 12) if pct else None):
+            if dtype in gates and gates[dtype] != gate:
+                raise ContractError(source, f"precision gate {dtype}", "declared twice with different values",
+                                    "keep one line per dtype")
+            if not 0 < gate["min_matched"] <= 1:
+                raise ContractError(source, f"precision gate {dtype}", f"matched fraction {gate['min_matched']} "
+                                    "is not in (0, 1]", "write e.g. 'for at least 99.9 % of elements'")
+            gates[dtype] = gate
     return gates, reference
 
 

@@ -75,11 +75,34 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+def _literal_minimums(filename: str) -> dict[int, list[float]]:
+    """Per function (first line): numbers compared as ``<name containing matched> >= <number>``."""
+    import ast
+    try:
+        tree = ast.parse(Path(filename).read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, UnicodeDecodeError):
+        return {}
+    out: dict[int, list[float]] = {}
+    for function in (n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))):
+        first = min([function.lineno] + [d.lineno for d in function.decorator_list])
+        for node in ast.walk(function):
+            if (isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], (ast.GtE, ast.Gt))
+                    and isinstance(node.left, ast.Name) and "matched" in node.left.id.lower()
+                    and isinstance(node.comparators[0], ast.Constant) and _is_number(node.comparators[0].value)):
+                out.setdefault(first, []).append(float(node.comparators[0].value))
+    return out
+
+
 class GateTracer:
     """Collects the thresholds the test file's functions applied (locals and globals they read)."""
 
     def __init__(self, filename: str) -> None:
         self.filename, self.seen = filename, {"atol": set(), "rtol": set(), "min_matched": set()}
+        self.literal = _literal_minimums(filename)
+
+    def _code_literals(self, code) -> None:
+        for value in self.literal.get(code.co_firstlineno, ()):  # ``matched >= 0.999`` written inline
+            self.seen["min_matched"].add(value)
 
     def _global(self, frame, event, _arg):
         if frame.f_code.co_filename != self.filename:
@@ -89,6 +112,7 @@ class GateTracer:
 
     def _local(self, frame, event, _arg):
         if event == "return":
+            self._code_literals(frame.f_code)
             names = {**{n: frame.f_globals.get(n) for n in frame.f_code.co_names}, **frame.f_locals}
             for name, value in names.items():
                 key = name.lower()
