@@ -145,7 +145,7 @@ def precision_problems(op_dir: Path, man: manifest_mod.Manifest, record: dict[st
         out.append(("stage5_contract_blocked", "the frozen precision gate names no reference module"))
     elif not (op_dir / ref["path"]).is_file() or fsio.sha256_file(op_dir / ref["path"]) != ref["sha256"]:
         out.append(("cheating", f"precision reference {ref['path']} changed after freeze (the oracle was edited)"))
-    for case in (record or {}).get("cases", []):
+    for case in (c for c in (record or {}).get("cases", []) if c.get("id") in man.case_ids):  # P0 cases
         out += [(cat, f"case {case['id']}: {msg}") for cat, msg in _case_problems(case.get("probe"))]
     return out
 
