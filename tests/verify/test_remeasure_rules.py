@@ -18,6 +18,9 @@ def test_reproduction_is_one_sided_with_the_tolerance():
     assert remeasure.reproduction_problem(delivered, result(30.0, 20.0, 40.0)) is None      # busier deliverable
     assert remeasure.reproduction_problem(delivered, result(7.9, 7.5, 8.1)) is None         # 10 * 0.8 <= 8.1
     assert "R2" in remeasure.reproduction_problem(delivered, result(7.0, 6.5, 7.5))
+    slow = {**delivered, "samples": {"final": [100.0, 120.0]}}      # measured under load: its samples are slow
+    assert remeasure.reproduction_problem(slow, result(7.0, 6.5, 7.5), [110.0, 115.0]) is None
+    assert "R2" in remeasure.reproduction_problem(slow, result(7.0, 6.5, 7.5), [130.0, 140.0])
     assert "R1" in remeasure.reproduction_problem(delivered, result(0.9, 0.8, 0.95, "slower"))
 
 

@@ -8,12 +8,12 @@ in ``stage5_check.json``. Rules (docs/stage5-check.md, with the measurements beh
 
 - reproduction, per target case: (R1) the delivered and re-measured verdicts are not opposite
   (faster vs slower); (R2) the delivered speed-up times ``(1 - TOLERANCE)`` is at most the upper
-  end of the re-measured CI. R2 is one-sided: a deliverable may have been measured on a busier
-  machine than the verifier's (its speed-up then re-measures higher), never claim more than its
-  code does. A case that fails is re-measured again, up to ``ATTEMPTS`` attempts, and is reproduced
-  when one attempt satisfies R1 and R2; else ``performance_evidence_invalid`` naming the case and
-  both numbers. Two-sided rules were measured and rejected (docs/stage5-check.md): at load 4-14 on
-  this 2-core VM the fp32 speed-ups of one unchanged deliverable re-measured from 7 to 68.
+  end of the re-measured CI, OR the fastest delivered final sample is at least ``(1 - TOLERANCE)``
+  times the fastest re-measured one. Load distorts each test one way (it inflates the fp32
+  speed-ups of the demo, and it slows every re-measured sample), so a case fails R2 only when
+  both say the deliverable claims more than its code does. A case that fails is re-measured again,
+  up to ``ATTEMPTS`` attempts, and is reproduced when one attempt satisfies R1 and R2; else
+  ``performance_evidence_invalid`` naming the case and both numbers (docs/stage5-check.md).
 - moved work: ``moved`` = growth of the wrapper-minus-op time from baseline to final (medians of
   ``GAP_CALLS`` interleaved calls); ``moved > max(GAP_SHARE * final op time, GAP_FLOOR_US)`` is
   ``cheating``: part of the work now runs outside the timed op.
@@ -86,18 +86,24 @@ def estimate_s(final: evidence.RoundEvidence, n_target: int) -> float | None:
     return (end - start).total_seconds() / max(1, len(final.collection["expected_cases"])) * n_target
 
 
-def reproduction_problem(delivered: dict[str, Any], again: stats.SpeedupResult) -> str | None:
+def reproduction_problem(delivered: dict[str, Any], again: stats.SpeedupResult,
+                         final_us: list[float] | None = None) -> str | None:
     """Rules R1 and R2 on one attempt of one case; None when reproduced."""
     s_d, s_r = delivered.get("speedup"), again.point
     if s_d is None or s_r is None:
         return None if s_d is None and s_r is None else f"speed-up {s_d} but re-measured {s_r}"
     high = again.ci_high if again.ci_high is not None else s_r
+    claimed = (delivered.get("samples") or {}).get("final") or []
     shown = (f"delivered {s_d:.3f} ({delivered.get('verdict')}), re-measured {s_r:.3f} "
              f"[{again.ci_low if again.ci_low is None else round(again.ci_low, 3)}, {high:.3f}] ({again.verdict})")
     if {delivered.get("verdict"), again.verdict} == {"faster", "slower"}:
         return f"verdict not reproduced (R1): {shown}"
-    if s_d * (1 - TOLERANCE) > high:
-        return f"the delivered speed-up less {TOLERANCE:.0%} is above the re-measured CI (R2): {shown}"
+    ratio_ok = s_d * (1 - TOLERANCE) <= high
+    time_ok = bool(claimed and final_us) and min(claimed) >= (1 - TOLERANCE) * min(final_us)
+    if not (ratio_ok or time_ok):
+        mins = f"; final min {min(claimed):.3f} us vs re-measured {min(final_us):.3f} us" if claimed and final_us else ""
+        return (f"the delivered speed-up less {TOLERANCE:.0%} is above the re-measured CI and the delivered final "
+                f"samples are faster than the code re-measures (R2): {shown}{mins}")
     return None
 
 
@@ -124,7 +130,7 @@ def _attempt(ctx, base_spec, case, case_dir: Path, delivered: dict[str, Any]) ->
     final_us = [r.duration_us for r in cand]
     again = stats.compare_samples([r.duration_us for r in basel], final_us, ctx.protocol.decision, paired=True,
                                   aggregation=ctx.protocol.aggregation)
-    miss = reproduction_problem(delivered, again)
+    miss = reproduction_problem(delivered, again, final_us)
     return {"speedup": again.point, "speedup_ci": [again.ci_low, again.ci_high], "verdict": again.verdict,
             "baseline_samples_us": [r.duration_us for r in basel], "final_samples_us": final_us,
             "reproduced": miss is None, "problem": miss}, miss
