@@ -8,7 +8,8 @@ is never overwritten: its sha256 is the identity of the contract.
 
 usage:
   freeze_cases.py freeze --op-dir DIR --target-case-ids ID [ID ...] --selection-mode MODE
-                         --backend cpu|msprof --op-name NAME [--device N] [--warmup N] [--repeats N]
+                         --backend cpu|msprof|pypto-sim --op-name NAME [--device N] [--warmup N] [--repeats N]
+                         [--sim-arch A2A3|A5]   (pypto-sim: chip, pypto version and config sha256 are frozen)
   freeze_cases.py validate --op-dir DIR [--json]
   freeze_cases.py show --op-dir DIR [--json]
 
@@ -16,7 +17,8 @@ example:
   python scripts/freeze_cases.py freeze --op-dir custom/rmsnorm --target-case-ids b4_h4096_fp32 \
       --selection-mode user_selected --backend cpu --op-name rmsnorm_wrapper --repeats 10
 
-exit codes: 0 ok, 2 usage/contract error (message names file, field and fix).
+exit codes: 0 ok, 2 usage/contract error (message names file, field and fix), 3 environment
+(pypto-sim without the pypto extra installed: the message gives the install line).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from perftune import fsio
 from perftune.contract import manifest, protocol
 from perftune.argv import add_json_flag, parser_from_doc
 from perftune.errors import run_cli
+from perftune.measure.backends import pypto_sim
 
 
 def build_parser():
@@ -48,6 +51,7 @@ def build_parser():
     freeze.add_argument("--decision-method", choices=protocol.DECISION_METHODS, default="bootstrap")
     freeze.add_argument("--noise-band", type=float, default=protocol.DEFAULT_DECISION["noise_band"])
     freeze.add_argument("--quick-min-speedup", type=float, default=protocol.DEFAULT_PROMOTION["quick_min_speedup"])
+    freeze.add_argument("--sim-arch", default="A2A3", help="pypto-sim only: simulated chip (A2A3 or A5)")
     freeze.add_argument("--test-file", help="test file name inside --op-dir (default test_<op>.py)")
     add_json_flag(freeze)
     for name, text in (("validate", "validate an existing manifest"), ("show", "print the manifest")):
@@ -65,7 +69,8 @@ def main(argv=None) -> int:
             backend=args.backend, device_id=args.device, warmup=args.warmup, repeats=args.repeats,
             op_name=args.op_name, seed=args.seed, aggregation=args.aggregation,
             decision={"method": args.decision_method, "noise_band": args.noise_band},
-            promotion={"quick_min_speedup": args.quick_min_speedup})
+            promotion={"quick_min_speedup": args.quick_min_speedup},
+            simulator=pypto_sim.simulator_identity(args.sim_arch) if args.backend == "pypto-sim" else None)
         manifest.check_protocol_values(proto, "freeze_cases.py")
         path, obj = manifest.freeze(args.op_dir, target_case_ids=args.target_case_ids,
                                     selection_mode=args.selection_mode, proto=proto, test_name=args.test_file)

@@ -220,9 +220,11 @@ class Protocol:
     promotion: dict[str, Any]
     aggregate_metric: str = protocol.AGGREGATE_METRIC
     tie_break: str = protocol.TIE_BREAK
+    simulator: dict[str, Any] | None = None   # pypto-sim: the frozen chip, pypto version, config sha256
 
     def as_dict(self) -> dict[str, Any]:
-        return {
+        extra = {"simulator": dict(self.simulator)} if self.simulator is not None else {}
+        return {**extra,
             "backend": self.backend, "device_id": self.device_id, "seed": self.seed,
             "warmup": self.warmup, "repeats": self.repeats, "op_name": self.op_name,
             "timing_scope": self.timing_scope, "aggregation": self.aggregation,
@@ -265,14 +267,15 @@ class Manifest:
 def make_protocol(*, backend: str, device_id: int, warmup: int, repeats: int, op_name: str,
                   seed: int = protocol.SEED, aggregation: str = protocol.DEFAULT_AGGREGATION,
                   decision: dict[str, Any] | None = None, promotion: dict[str, Any] | None = None,
-                  timing_scope: str | None = None) -> Protocol:
-    """A protocol with the DESIGN §4.1/§7 defaults filled in."""
-    rule = {**protocol.DEFAULT_DECISION, **(decision or {})}
+                  timing_scope: str | None = None, simulator: dict[str, Any] | None = None) -> Protocol:
+    """A protocol with the DESIGN §4.1/§7 defaults filled in (deterministic backends: min_repeats 2)."""
+    floor = {"min_repeats": protocol.DETERMINISTIC_MIN_REPEATS} if backend in protocol.DETERMINISTIC_BACKENDS else {}
+    rule = {**protocol.DEFAULT_DECISION, **floor, **(decision or {})}
     return Protocol(
         backend=backend, device_id=device_id, seed=seed, warmup=warmup, repeats=repeats,
         op_name=op_name, timing_scope=timing_scope or protocol.TIMING_SCOPES.get(backend, ""),
         aggregation=aggregation, decision=Decision(**rule),
-        promotion={**protocol.DEFAULT_PROMOTION, **(promotion or {})})
+        promotion={**protocol.DEFAULT_PROMOTION, **(promotion or {})}, simulator=simulator)
 
 
 def build_manifest(spec: SpecInfo, tests: dict[str, int], *, target_case_ids: list[str],
