@@ -24,7 +24,7 @@ CASES = {
 }
 TOLERANCE = {"float32": (1e-6, 1e-5), "float16": (1e-4, 1e-3)}
 MIN_MATCHED = 0.999
-TILE_BYTES = 16384
+TILE_BYTES = 32768
 PYPTO_DTYPES = {"float32": pypto.DT_FP32, "float16": pypto.DT_FP16}
 SIM = {"run_mode": pypto.RunMode.SIM}
 VERIFY = {"enable_pass_verify": True, "pass_verify_save_tensor": False, "pass_verify_pass_filter": []}

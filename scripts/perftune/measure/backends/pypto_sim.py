@@ -2,8 +2,8 @@
 
 No NPU and no CANN: the kernel (a ``@pypto.frontend.jit`` function with ``run_mode`` SIM) is
 compiled by the real PyPTO compiler and its launch is simulated by PyPTO's cost model, which writes
-``CostModelSimulationOutput/``. One repeat = one fresh process (the cpu backend's runner,
-``cpu_runner``, with ``--repeats 1``) that runs the case's test once after ``warmup`` untimed
+``CostModelSimulationOutput/``. One repeat = one fresh process (``pypto_sim_runner``
+keeping PyPTO's side files in a scratch folder, then the cpu backend's ``cpu_runner`` with ``--repeats 1``) that runs the case's test once after ``warmup`` untimed
 calls; each test call must launch the frozen op exactly once, and each launch must leave exactly one
 simulator output folder. The time is the simulated ``Total Cycles`` of the last launch and its µs at
 the simulated chip's frequency (:data:`FREQUENCY_MHZ`); both are recorded.
@@ -39,12 +39,11 @@ from pathlib import Path
 from typing import Any
 
 from ... import fsio
-from ...contract import protocol
 from ...contract.manifest import Case
 from ...errors import CheckFailed, ContractError, EnvError
 from .. import pypto_sim_files as files
 from .. import routing
-from .base import Backend, RepeatResult, RunSpec, marker_lines, repeat_dir_name, run_logged, runner_env, write_evidence_status
+from .base import Backend, RepeatResult, RunSpec, adapter_command, marker_lines, repeat_dir_name, run_logged, runner_env, write_evidence_status
 
 LAUNCH_JSON = "launch.json"
 INSTALL_LINE = "pip install -e '.[pypto-sim]'  (= pip install pypto==0.2.0 torch==2.13.0 sympy)"
@@ -104,35 +103,41 @@ class PyptoSimBackend(Backend):
             if importlib.util.find_spec(module) is None:
                 raise EnvError(module, "-", f"{module} is not installed (pypto-sim backend)", INSTALL_LINE)
 
-    def _identity(self, spec: RunSpec) -> tuple[dict[str, Any], str]:
+    def _identity(self, spec: RunSpec) -> dict[str, Any]:
         frozen = getattr(spec.manifest.protocol, "simulator", None) or {}
         arch = frozen.get("device_arch", DEFAULT_ARCH)
-        text, sha = effective_config(arch)
+        _text, sha = effective_config(arch)
         now = {"device_arch": arch, "frequency_mhz": FREQUENCY_MHZ[arch],
                "pypto_version": importlib.metadata.version("pypto"), "config_sha256": sha}
         for key in ("pypto_version", "config_sha256"):
             if frozen and frozen.get(key) != now[key]:
                 raise EnvError("pypto", f"protocol.simulator.{key}", f"installed {now[key]!r} differs from the "
                                f"frozen {frozen.get(key)!r}", f"install the frozen pypto ({INSTALL_LINE})")
-        return now, text
+        return now
+
+    def _wrap(self, spec: RunSpec, argv: list[str], scratch: Path | None = None) -> list[str]:
+        """``argv`` (``python -m MODULE ...``) run through ``pypto_sim_runner`` (side files in scratch)."""
+        arch = self._identity(spec)["device_arch"]
+        head = [sys.executable, "-m", "perftune.measure.backends.pypto_sim_runner", "--arch", arch]
+        return head + (["--scratch", str(scratch)] if scratch else []) + argv[2:]
+
+    def case_command(self, spec: RunSpec, case_id: str) -> list[str]:
+        return self._wrap(spec, adapter_command(spec, case_id))
 
     def _launch(self, spec: RunSpec, case: Case, folder: Path, *, mode: str, warmup: int) -> dict[str, Any]:
         """One process: warm-ups + one measured test call; its raw files archived into ``folder``."""
-        identity, config = self._identity(spec)
+        identity = self._identity(spec)
         folder.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(prefix=".pypto_sim_", dir=folder) as scratch_name:
             scratch = Path(scratch_name)
-            fsio.write_text(scratch / "tile_fwk_config.json", config)
-            env = {**runner_env(spec.device_id), "TILE_FWK_OUTPUT_DIR": str(scratch / "output"),
-                   "PYPTO_HOME": str(scratch / "pypto_home"), "ASCEND_PROCESS_LOG_PATH": str(scratch / "ascend_log"),
-                   "TILEFWK_CONFIG_PATH": str(scratch / "tile_fwk_config.json"), "MPLBACKEND": "Agg"}
-            env["PATH"] = f"{Path(sys.executable).parent}:{env.get('PATH', '')}"
-            argv = [sys.executable, "-m", "perftune.measure.backends.cpu_runner", "--op-dir", str(spec.op_dir),
-                    "--runner", str(spec.runner), "--manifest", str(spec.manifest_file), "--case-id", case.id,
-                    "--op-name", spec.op_name, "--warmup", str(warmup), "--repeats", "1", "--mode", mode,
-                    "--output", str(scratch / "result.json")]
+            argv = self._wrap(spec, [sys.executable, "-m", "perftune.measure.backends.cpu_runner",
+                                     "--op-dir", str(spec.op_dir), "--runner", str(spec.runner),
+                                     "--manifest", str(spec.manifest_file), "--case-id", case.id,
+                                     "--op-name", spec.op_name, "--warmup", str(warmup), "--repeats", "1",
+                                     "--mode", mode, "--output", str(scratch / "result.json")], scratch)
             log = folder / "collection.log"
-            proc = run_logged(argv, env=env, cwd=spec.op_dir, log_path=log, timeout_s=spec.timeout_s)
+            proc = run_logged(argv, env=runner_env(spec.device_id), cwd=spec.op_dir, log_path=log,
+                              timeout_s=spec.timeout_s)
             tail = (proc.stderr.strip().splitlines() or ["no stderr"])[-1]
             if proc.returncode != 0:
                 raise CheckFailed(log, case.id, f"pypto-sim runner exited {proc.returncode}: {tail}",
@@ -242,3 +247,22 @@ def read_details(repeat_dir: Path) -> dict[str, Any]:
             "frequency_mhz": mhz, "device_arch": arch, "stat": stat, "busy_model": model, "route": route,
             "bubbles": {"cores": len(bubbles), "work_us": round(sum(c["work_us"] for c in bubbles.values()), 6),
                         "wait_us": round(sum(c["wait_us"] for c in bubbles.values()), 6)}}
+
+
+def launch_problems(case_dir: Path, case_id: str, repeats: int, paired: bool, seen: dict[str, str]) -> list[str]:
+    """Reuse check for a deterministic backend, where equal samples are expected: every archived
+    launch must name this case and a simulator output folder (timestamp + pid) no other repeat has."""
+    out = []
+    arms = ("baseline", "candidate") if paired else ("",)
+    for index in range(1, repeats + 1):
+        for arm in arms:
+            folder = case_dir / repeat_dir_name(index) / arm
+            where = f"{case_dir.parent.name}/{case_dir.name}/{repeat_dir_name(index)}{'/' + arm if arm else ''}"
+            launch = fsio.read_json(folder / LAUNCH_JSON, what="pypto-sim launch.json")
+            if launch.get("case_id") != case_id:
+                out.append(f"{where}: launch.json names case {launch.get('case_id')!r} (reused evidence)")
+            key = str(launch.get("simulator_output"))
+            if key in seen:
+                out.append(f"{where}: simulator output {key} also archived as {seen[key]} (reused evidence)")
+            seen.setdefault(key, where)
+    return out
