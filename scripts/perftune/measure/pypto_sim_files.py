@@ -225,3 +225,11 @@ def route_row(model: dict[str, Any], frequency_mhz: float) -> dict[str, Any]:
         for family, ratio in block["ratios"].items():
             row[f"{prefix}_{family}_ratio"] = min(ratio, 1.0) if ratio is not None else None
     return row
+
+
+def task_window(swim: Any, source: str = SWIM_JSON) -> tuple[int, int] | None:
+    """(first task start, last task end) in cycles over every core; None when no task ran."""
+    if not isinstance(swim, list):
+        raise ContractError(source, "-", "is not a list of cores", "archive the simulator file unchanged")
+    spans = [s for core in swim if isinstance(core, dict) for s in _spans(core.get("tasks", []), "tasks", source)]
+    return (min(s for s, _ in spans), max(e for _, e in spans)) if spans else None
