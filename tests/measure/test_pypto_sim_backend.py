@@ -8,6 +8,7 @@ file reaches ``$HOME`` or the operator directory.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 import shutil
@@ -20,6 +21,7 @@ from perftune.errors import CheckFailed, ContractError
 from perftune.measure import evidence, pypto_sim_files as files
 from perftune.measure.backends import RepeatResult, get_backend
 from perftune.measure.backends import pypto_sim
+from perftune.verify import remeasure
 
 RECORDED = ROOT / "tests" / "fixtures" / "pypto_sim" / "recorded"
 EXAMPLE = ROOT / "examples" / "pypto_softmax"
@@ -107,6 +109,9 @@ def test_cli_end_to_end_follows_the_installed_extra(tmp_path):
         proc = run_script("collect_perf.py", "formal", "--op-dir", op, env=env)
         assert_one_line_error(proc, 3, "pypto is not installed", "pip install -e '.[pypto-sim]'")
         assert not (op / "docs").exists()
+        final = evidence.RoundEvidence(op, {"backend": "pypto-sim"}, {})
+        [(category, message)] = remeasure.problems(op, final)   # the verifier cannot re-simulate here
+        assert category == "env_error" and "pip install -e '.[pypto-sim]'" in message
         return
     proc = freeze(op, env)
     assert proc.returncode == 0, proc.stderr
@@ -125,3 +130,8 @@ def test_cli_end_to_end_follows_the_installed_extra(tmp_path):
     assert status["simulator_files"][files.STAT_REPORT] == evidence.fsio.sha256_file(repeat / files.STAT_REPORT)
     assert not list(home.iterdir()), "side files reached HOME"
     assert not (op / "output").exists() and not list(loaded.path.rglob(".pypto_sim_*"))
+    final = evidence.load_round(op, "round_001")
+    assert remeasure.problems(op, final) == []           # the verifier re-simulates: identical cycles
+    edited = dataclasses.replace(loaded, samples_us=[s * 1.01 for s in loaded.samples_us])
+    [(category, message)] = remeasure.problems(op, dataclasses.replace(final, cases={CASE: edited}))
+    assert category == "performance_evidence_invalid" and "not identical" in message

@@ -45,7 +45,8 @@ def speedup_ci(cases: Sequence[str], points: Sequence[float | None],
             ax.annotate(f"n/a ({verdict})", (1.0, y), ha="center", va="center", fontsize=8)
             continue
         if ci is not None:
-            ax.errorbar(point, y, xerr=[[point - ci[0]], [ci[1] - point]], fmt="none", ecolor=color,
+            # a degenerate CI [r, r] (deterministic backend) may sit an ulp off the point: never negative
+            ax.errorbar(point, y, xerr=[[max(0.0, point - ci[0])], [max(0.0, ci[1] - point)]], fmt="none", ecolor=color,
                         capsize=4, lw=1.6)
         ax.plot(point, y, "o", color=color, ms=7, zorder=3)
         ax.annotate(f"{point:.3f}  {verdict}", (point, y), xytext=(0, 9), textcoords="offset points",

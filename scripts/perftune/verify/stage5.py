@@ -26,7 +26,7 @@ from ..measure import evidence
 from .. import fsio
 from ..contract import manifest, protocol, schemas
 from ..errors import ContractError, PerftuneError
-from . import stage5_evidence as ev
+from . import remeasure, stage5_evidence as ev
 
 P1_FILES = (protocol.PERFORMANCE_REPORT_MD, protocol.PERFORMANCE_JSON, protocol.PERFORMANCE_LOG,
             protocol.PERF_REPORT_MD)
@@ -167,6 +167,7 @@ def gate_p4(ctx: Context) -> list[Finding]:
         out.append(Finding("P4", "performance_evidence_invalid",
                            f"{len(diffs)} value(s) in performance.json differ from the recomputation from raw "
                            "samples", tuple(diffs[:10])))
+    out += [Finding("P4", cat, msg) for cat, msg in remeasure.problems(ctx.op_dir, ctx.rounds[1])]  # pypto-sim
     return out
 
 
