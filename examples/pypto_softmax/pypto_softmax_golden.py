@@ -15,10 +15,17 @@ usable here (pypto 0.2.0):
    directly instead (they already are host memory).
 
 Neither changes what the simulator times (identical stat reports with and without pass-verify).
+
+Importing this module (the test imports it before pypto) also keeps PyPTO's side files out of
+`$HOME` and the cwd when no caller placed them (a plain `python test_pypto_softmax.py` or a
+correctness run): the simulator outputs, `PYPTO_HOME` and the plogs go to a temporary folder that
+is removed at exit. Under the pypto-sim backend the runner has already set them (and archives them).
 """
 
+import atexit
 import ctypes
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -28,6 +35,19 @@ from pypto_softmax_golden_cpu import softmax_golden_cpu
 
 SEED = 42
 _CALCULATOR = "lib/libtile_fwk_calculator.so"
+_SIDE_FILES = {"TILE_FWK_OUTPUT_DIR": "output", "PYPTO_HOME": "pypto_home", "ASCEND_PROCESS_LOG_PATH": "ascend_log"}
+
+
+def _keep_side_files_out():
+    if all(name in os.environ for name in _SIDE_FILES):
+        return
+    scratch = tempfile.mkdtemp(prefix="pypto_softmax_")
+    atexit.register(shutil.rmtree, scratch, True)
+    for name, leaf in _SIDE_FILES.items():
+        os.environ.setdefault(name, os.path.join(scratch, leaf))
+
+
+_keep_side_files_out()
 
 
 def _get_device():

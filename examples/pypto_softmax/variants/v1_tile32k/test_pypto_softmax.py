@@ -9,12 +9,12 @@ checked against the float64 golden. Run directly (`python test_pypto_softmax.py`
 case; needs `pip install pypto==0.2.0 torch==2.13.0 sympy`.
 """
 
+from pypto_softmax_golden import _get_device, enable_cpu_outputs, make_inputs  # first: places side files
+from pypto_softmax_golden_cpu import softmax_golden_cpu
+
 import numpy as np
 import pypto
 import torch
-
-from pypto_softmax_golden import _get_device, enable_cpu_outputs, make_inputs
-from pypto_softmax_golden_cpu import softmax_golden_cpu
 
 CASES = {
     "r512_c1024_fp32": ((512, 1024), "float32"),
