@@ -135,3 +135,14 @@ def test_cli_end_to_end_follows_the_installed_extra(tmp_path):
     edited = dataclasses.replace(loaded, samples_us=[s * 1.01 for s in loaded.samples_us])
     [(category, message)] = remeasure.problems(op, dataclasses.replace(final, cases={CASE: edited}))
     assert category == "performance_evidence_invalid" and "not identical" in message
+
+
+def test_the_frequency_constant_is_the_simulators_own_cycle_to_microsecond_conversion():
+    trace = json.loads((RECORDED / "vector_softmax" / files.MERGED_SWIMLANE).read_text())["traceEvents"]
+    tasks = {t["taskId"]: t for core in json.loads((RECORDED / "vector_softmax" / files.SWIM_JSON).read_text())
+             for t in core.get("tasks", [])}
+    events = [e for e in trace if e.get("ph") == "X"]
+    assert len(events) == len(tasks) == 8
+    for event in events:
+        task = tasks[event["args"]["taskId"]]
+        assert (task["execEnd"] - task["execStart"]) / event["dur"] == pytest.approx(pypto_sim.FREQUENCY_MHZ["A2A3"])
