@@ -47,3 +47,9 @@ def test_the_shipped_simulator_platform_is_measured_and_names_its_source():
     assert platform.backend == "pypto-sim"
     assert {p.status for p in platform.peaks.values()} == {"measured"}
     assert all("Average" in p.source and "Usage" in p.source for p in platform.peaks.values())
+
+
+def test_the_frozen_chip_picks_its_shipped_platform_and_an_unknown_chip_none():
+    assert sim_evidence.default_platform({"device_arch": "A2A3"}) == ROOT / "platforms" / "pypto-sim-a2a3.json"
+    assert sim_evidence.default_platform({"device_arch": "A5"}) is None
+    assert sim_evidence.default_platform(None) is None

@@ -149,7 +149,8 @@ def build(op_dir: str | Path, round_ref: str, *, platform_file: str | Path | Non
         raise ContractError(rnd.path, "mode", f"round mode is {rnd.collection.get('mode')!r}",
                             "terminal evidence needs a formal round")
     backend = manifest.protocol.backend
-    default = root / protocol.PERF_DIR / PLATFORM_CPU_NAME if backend == "cpu" else None
+    default = (root / protocol.PERF_DIR / PLATFORM_CPU_NAME if backend == "cpu"
+               else sim_evidence.default_platform(manifest.protocol.simulator) if backend == "pypto-sim" else None)
     path = Path(platform_file) if platform_file else default
     if path is None:
         raise ContractError(manifest_path, "--platform", f"{backend} needs an explicit platform file",

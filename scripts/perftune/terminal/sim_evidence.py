@@ -9,6 +9,8 @@ field it comes from.
   and intersected (``pypto_sim_files.busy_model``). Overlap > 0 cycles inside a core is ``proven``;
   otherwise ``residual_not_overlapped``: each task moves, computes and stores in sequence, and the
   only parallelism is across cores (counted).
+- Platform: without ``--platform`` the shipped ``platforms/pypto-sim-<chip>.json`` of the frozen chip
+  (peaks measured as simulated pipe busy rates; docs/pypto-sim-backend.md).
 - Scalar (launch overhead, the simulator models no scalar pipe): the share of ``Total Cycles``
   (``_simulate.stat.report.txt``) outside the AICore window, first task start to last task end
   (``_simulate.swim.json`` ``tasks[].execStart/execEnd``): device start-up, scheduling and
@@ -24,6 +26,15 @@ from typing import Any
 from ..measure import pypto_sim_files as files
 from ..measure.backends import pypto_sim
 from . import roofline
+
+PLATFORMS = Path(__file__).resolve().parents[3] / "platforms"
+
+
+def default_platform(simulator: dict[str, Any] | None) -> Path | None:
+    """The shipped platform file of the frozen simulated chip (``platforms/pypto-sim-<chip>.json``)."""
+    arch = (simulator or {}).get("device_arch", "")
+    path = PLATFORMS / f"pypto-sim-{arch.lower()}.json"
+    return path if arch and path.is_file() else None
 
 
 def case_blocks(case_dir: Path) -> tuple[dict[str, Any], dict[str, Any]]:
