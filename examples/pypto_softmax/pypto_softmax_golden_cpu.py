@@ -3,7 +3,7 @@
 import numpy as np
 
 
-def softmax_golden_cpu(x):
+def pypto_softmax_golden_cpu(x):
     """Row-wise softmax computed in float64, returned as float64."""
     xf = np.asarray(x, dtype=np.float64)
     shifted = xf - xf.max(axis=-1, keepdims=True)

@@ -88,7 +88,7 @@ def one_case_op(tmp_path: Path) -> Path:
 
 def freeze(op: Path, env: dict | None = None):
     return run_script("freeze_cases.py", "freeze", "--op-dir", op, "--target-case-ids", CASE,
-                      "--selection-mode", "single_p0", "--backend", "pypto-sim", "--op-name", "softmax_kernel",
+                      "--selection-mode", "single_p0", "--backend", "pypto-sim", "--op-name", "pypto_softmax_kernel",
                       "--warmup", "0", "--repeats", "2", env=env)
 
 
@@ -100,7 +100,7 @@ def test_cli_end_to_end_follows_the_installed_extra(tmp_path):
     if not HAVE_PYPTO:
         assert_one_line_error(freeze(op, env), 3, "pypto is not installed", "pip install -e '.[pypto-sim]'")
         manifest = run_script("freeze_cases.py", "freeze", "--op-dir", op, "--target-case-ids", CASE,
-                              "--selection-mode", "single_p0", "--backend", "cpu", "--op-name", "softmax_kernel")
+                              "--selection-mode", "single_p0", "--backend", "cpu", "--op-name", "pypto_softmax_kernel")
         assert manifest.returncode == 0, manifest.stderr
         path = op / "PERFORMANCE_CASES.json"
         obj = json.loads(path.read_text())
