@@ -146,3 +146,17 @@ def test_the_frequency_constant_is_the_simulators_own_cycle_to_microsecond_conve
     for event in events:
         task = tasks[event["args"]["taskId"]]
         assert (task["execEnd"] - task["execStart"]) / event["dur"] == pytest.approx(pypto_sim.FREQUENCY_MHZ["A2A3"])
+
+
+def test_the_golden_of_a_simulated_operator_is_timed_on_the_host_like_cpu(tmp_path):
+    op = one_case_op(tmp_path)
+    manifest = run_script("freeze_cases.py", "freeze", "--op-dir", op, "--target-case-ids", CASE,
+                          "--selection-mode", "single_p0", "--backend", "cpu", "--op-name", "pypto_softmax_kernel")
+    assert manifest.returncode == 0, manifest.stderr
+    proc = run_script("collect_golden_reference.py", op / "pypto_softmax_golden.py", "--function", "pypto_softmax_golden",
+                      "--factory", "golden_cases", "--case-manifest", op / "PERFORMANCE_CASES.json", "--output-dir", op,
+                      "--device", "0", "--warmup", "0", "--repeats", "2", "--seed", "42", "--backend", "pypto-sim")
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads((op / "GOLDEN_PERF_REPORT.json").read_text())
+    assert report["backend"] == "pypto-sim" and report["timing_scope"] == "golden_cpu_call"
+    assert len(report["cases"][0]["raw_repeat_e2e_us"]) == 2
