@@ -10,6 +10,8 @@ Rules (owners: references/orchestration.md OR-1/SA-2, skill pypto-pro-op-perf-tu
   scripts/orchestrator_state.py writes it.
 - Same tools on `PERFORMANCE_CASES.json` or `GOLDEN_PERF_REPORT.json/.md`: always blocked; they
   are written only by freeze_cases.py and collect_golden_reference.py and are frozen once written.
+- Same tools on a stage check verdict `stage<N>_check.json` (N = 1..5): always blocked; only
+  validate_stage.py and stage5_check.py write them, and complete_stage trusts them.
 - Same tools on `SPEC.md`, `KB_SELECTION.json`, `module_interfaces.yaml` or `*_golden*.py`:
   blocked once a `PERFORMANCE_CASES.json` exists in the operator directory (the nearest ancestor
   directory of the file that holds one, up to four levels up).
@@ -38,6 +40,7 @@ SCRIPT_OWNED = {
     "GOLDEN_PERF_REPORT.json": "collect_golden_reference.py",
     "GOLDEN_PERF_REPORT.md": "collect_golden_reference.py",
 }
+CHECK_FILE = re.compile(r"^stage[1-5]_check\.json$")   # verdicts: validate_stage.py / stage5_check.py only
 FROZEN_ONCE_MANIFEST = ("SPEC.md", "KB_SELECTION.json", "module_interfaces.yaml", "*_golden*.py")
 EDIT_TOOLS = ("Edit", "Write", "MultiEdit", "NotebookEdit")
 ANCESTOR_LEVELS = 4
@@ -69,6 +72,9 @@ def edit_verdict(path: Path) -> str | None:
     if name == STATE_FILE:
         return (f"{path}: {STATE_FILE} is written only by orchestrator_state.py, never by a tool "
                 "edit (OR-1, SA-2); report the result and let the orchestrator run the action")
+    if CHECK_FILE.match(name):
+        return (f"{path}: a stage check verdict is written only by validate_stage.py or stage5_check.py "
+                "(complete_stage trusts it); run the check instead")
     if name in SCRIPT_OWNED:
         return (f"{path}: written only by {SCRIPT_OWNED[name]} and frozen once written (S5-1); "
                 "a wrong frozen input is stage5_contract_blocked, not something to edit")
