@@ -53,3 +53,13 @@ def test_the_frozen_chip_picks_its_shipped_platform_and_an_unknown_chip_none():
     assert sim_evidence.default_platform({"device_arch": "A2A3"}) == ROOT / "platforms" / "pypto-sim-a2a3.json"
     assert sim_evidence.default_platform({"device_arch": "A5"}) is None
     assert sim_evidence.default_platform(None) is None
+
+
+def test_a_paired_round_reads_the_candidate_arm(tmp_path):
+    folder = case_dir(tmp_path, "vector_softmax")
+    (folder / "repeat_001").rename(tmp_path / "arm")
+    (folder / "repeat_001").mkdir()
+    (tmp_path / "arm").rename(folder / "repeat_001" / "candidate")
+    pipeline, scalar = sim_evidence.case_blocks(folder)
+    assert pipeline["status"] == "residual_not_overlapped"
+    assert "repeat_001/candidate/_simulate.stat.report.txt" in scalar["grounds"][0]

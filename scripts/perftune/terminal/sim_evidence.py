@@ -40,10 +40,10 @@ def default_platform(simulator: dict[str, Any] | None) -> Path | None:
 def case_blocks(case_dir: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     """(``pipeline_evidence``, ``scalar_evidence``) of one case from ``repeat_001``'s raw files."""
     repeat = case_dir / "repeat_001"
-    if not repeat.is_dir():
-        repeat = case_dir / "repeat_001" / "candidate"
+    if not (repeat / files.STAT_REPORT).is_file():      # a paired round: the candidate arm
+        repeat = repeat / "candidate"
     details = pypto_sim.read_details(repeat)
-    rel = f"{case_dir.name}/repeat_001"
+    rel = repeat.relative_to(case_dir.parent).as_posix()
     window = files.task_window(json.loads((repeat / files.SWIM_JSON).read_text(encoding="utf-8")))
     return _pipeline(details["busy_model"], rel), _scalar(details, window, rel)
 
