@@ -210,3 +210,11 @@ def test_a_degenerate_ci_an_ulp_off_its_point_still_plots(tmp_path):
     point = 22625 / 17545
     out = plots.speedup_ci(["a"], [point], [[point + 2e-16, point + 2e-16]], [0.01], ["faster"], tmp_path / "s.png")
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_degenerate_candidate_score_ci_an_ulp_off_still_plots(tmp_path):
+    from perftune.report import final_plots
+    score = 22625 / 17545
+    out = final_plots.candidate_scores(["v000", "v1"], [1.0, score], [[1.0, 1.0], [score + 2e-16] * 2],
+                                       [False, True], "v1", 0.01, tmp_path / "c.png", "t")
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
