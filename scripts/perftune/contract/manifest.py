@@ -1,8 +1,8 @@
 """The frozen measurement contract ``PERFORMANCE_CASES.json`` (DESIGN §4.1).
 
 Pure parts: shape/dtype canonicalisation, the SPEC.md P0 table parser, test-function discovery
-from source text (``ast``, no import), manifest building and semantic validation. Thin I/O:
-:func:`load_manifest` and :func:`freeze`.
+from source text (``ast``, no import), manifest building and semantic validation. Thin I/O: :func:`load_manifest`
+(writing it: :mod:`.freeze`).
 
 SPEC.md table format (see ``docs/spec-format.md``): the first markdown table under a heading that
 contains "performance" (case-insensitive) whose header has the columns ``id``, ``shape`` and
@@ -204,6 +204,7 @@ class Decision:
     resamples: int
     rng_seed: int
     min_repeats: int
+    multiplicity: str = "bonferroni"
 
 
 @dataclass(frozen=True)
@@ -220,6 +221,14 @@ class Protocol:
     promotion: dict[str, Any]
     aggregate_metric: str = protocol.AGGREGATE_METRIC
     tie_break: str = protocol.TIE_BREAK
+    acceptance: dict[str, Any] = field(default_factory=lambda: dict(protocol.DEFAULT_ACCEPTANCE))
+    max_remeasurements: int = protocol.DEFAULT_MAX_REMEASUREMENTS
+    processes: int = protocol.DEFAULT_PROCESSES
+
+    def rule(self, name: str) -> dict[str, Any]:
+        """``promotion`` or ``acceptance`` with the documented defaults for absent keys."""
+        default = protocol.DEFAULT_PROMOTION if name == "promotion" else protocol.DEFAULT_ACCEPTANCE
+        return {**default, **getattr(self, name)}
     simulator: dict[str, Any] | None = None   # pypto-sim: the frozen chip, pypto version, config sha256
 
     def as_dict(self) -> dict[str, Any]:
@@ -230,6 +239,8 @@ class Protocol:
             "timing_scope": self.timing_scope, "aggregation": self.aggregation,
             "decision": dict(self.decision.__dict__), "promotion": dict(self.promotion),
             "aggregate_metric": self.aggregate_metric, "tie_break": self.tie_break,
+            "acceptance": dict(self.acceptance), "max_remeasurements": self.max_remeasurements,
+            "processes": self.processes,
         }
 
 
@@ -267,7 +278,11 @@ class Manifest:
 def make_protocol(*, backend: str, device_id: int, warmup: int, repeats: int, op_name: str,
                   seed: int = protocol.SEED, aggregation: str = protocol.DEFAULT_AGGREGATION,
                   decision: dict[str, Any] | None = None, promotion: dict[str, Any] | None = None,
-                  timing_scope: str | None = None, simulator: dict[str, Any] | None = None) -> Protocol:
+                  timing_scope: str | None = None, aggregate_metric: str = protocol.AGGREGATE_METRIC,
+                  acceptance: dict[str, Any] | None = None,
+                  max_remeasurements: int = protocol.DEFAULT_MAX_REMEASUREMENTS,
+                  processes: int = protocol.DEFAULT_PROCESSES,
+                  simulator: dict[str, Any] | None = None) -> Protocol:
     """A protocol with the DESIGN §4.1/§7 defaults filled in (deterministic backends: min_repeats 2)."""
     floor = {"min_repeats": protocol.DETERMINISTIC_MIN_REPEATS} if backend in protocol.DETERMINISTIC_BACKENDS else {}
     rule = {**protocol.DEFAULT_DECISION, **floor, **(decision or {})}
@@ -275,7 +290,9 @@ def make_protocol(*, backend: str, device_id: int, warmup: int, repeats: int, op
         backend=backend, device_id=device_id, seed=seed, warmup=warmup, repeats=repeats,
         op_name=op_name, timing_scope=timing_scope or protocol.TIMING_SCOPES.get(backend, ""),
         aggregation=aggregation, decision=Decision(**rule),
-        promotion={**protocol.DEFAULT_PROMOTION, **(promotion or {})}, simulator=simulator)
+        promotion={**protocol.DEFAULT_PROMOTION, **(promotion or {})}, aggregate_metric=aggregate_metric,
+        acceptance={**protocol.DEFAULT_ACCEPTANCE, **(acceptance or {})},
+        max_remeasurements=max_remeasurements, processes=processes, simulator=simulator)
 
 
 def build_manifest(spec: SpecInfo, tests: dict[str, int], *, target_case_ids: list[str],
@@ -389,36 +406,6 @@ def load_manifest(path: str | Path, *, check_schema: bool = True) -> Manifest:
     return parse_manifest(fsio.read_json(path, what="performance case manifest"), path, check_schema=check_schema)
 
 
-def _utf8(path: Path, what: str) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise ContractError(path, f"byte {exc.start}", f"{what} is not UTF-8", "save it as UTF-8") from None
-
-
-def freeze(op_dir: str | Path, *, target_case_ids: list[str], selection_mode: str, proto: Protocol,
-           spec_name: str = "SPEC.md", test_name: str | None = None) -> tuple[Path, dict[str, Any]]:
-    """Build and write ``<op_dir>/PERFORMANCE_CASES.json``; never overwrite a frozen one."""
-    root = Path(op_dir)
-    if not root.is_dir():
-        raise ContractError(root, "--op-dir", "is not a directory", "pass the operator directory")
-    out = root / protocol.MANIFEST_NAME
-    if out.exists():
-        raise ContractError(out, "-", "a frozen manifest already exists and is never overwritten",
-                            "validate it with 'freeze_cases.py validate', or start from a new op dir")
-    spec_path = root / spec_name
-    test_path = root / (test_name or f"test_{root.name}.py")
-    for path, what in ((spec_path, "SPEC.md"), (test_path, "test file")):
-        if not path.is_file():
-            raise ContractError(path, "-", f"{what} is missing", "complete Stages 1-4 first")
-    spec = parse_spec(_utf8(spec_path, "SPEC.md"), str(spec_path))
-    tests = find_test_functions(_utf8(test_path, "test file"), str(test_path))
-    obj = build_manifest(spec, tests, target_case_ids=target_case_ids, selection_mode=selection_mode,
-                         proto=proto, spec_source=str(spec_path), test_source=str(test_path))
-    fsio.write_json(out, obj, overwrite=False)
-    return out, obj
-
-
 def check_protocol_values(proto: Protocol, source: str) -> None:
     """Refuse protocol values the schema cannot express as a clear message (seed, counts)."""
     if proto.seed != protocol.SEED:
@@ -428,6 +415,10 @@ def check_protocol_values(proto: Protocol, source: str) -> None:
         if value < (1 if name == "repeats" else 0):
             raise ContractError(source, f"--{name.replace('_id', '')}", f"{value} is out of range",
                                 "use a non-negative count (repeats >= 1)")
+    for flag, bad in (("--processes", proto.processes < 1 or proto.repeats % proto.processes),
+                      ("--max-remeasurements", not 0 <= proto.max_remeasurements <= 10)):
+        if bad:  # processes must divide repeats (equal processes); a small frozen limit
+            raise ContractError(source, flag, "is out of range", "processes divides --repeats; limit in 0..10")
     if not 0 <= proto.decision.noise_band < 1:
         raise ContractError(source, "--noise-band", f"{proto.decision.noise_band} not in [0, 1)",
                             "use a fraction such as 0.01")

@@ -16,14 +16,12 @@ call by call; otherwise every repeat is two fresh processes, one per arm.
 from __future__ import annotations
 
 import dataclasses
-import shutil
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import evidence
+from . import evidence, scheduling
 from .. import fsio
 from ..contract import protocol, schemas
 from .backends import get_backend
@@ -205,8 +203,10 @@ def _collect_case(ctx: Context, case, case_dir: Path, retry: int, base_spec: Run
 
 
 def run_formal(ctx: Context, *, retry: int = 0, paired_with: Path | None = None,
-               progress: Progress = lambda _line: None) -> dict[str, Any]:
-    """One formal round; returns the final ``collection.json`` content (+ ``round`` path)."""
+               progress: Progress = lambda _line: None, devices: list[int] | None = None) -> dict[str, Any]:
+    """One formal round; returns the final ``collection.json`` content (+ ``round`` path).
+
+    ``devices``: run the cases on these cards at the same time (:mod:`measure.scheduling`)."""
     if retry < 0:
         raise ContractError("collect_perf.py", "--retry", f"{retry} < 0", "use 0 or more")
     base_spec, paired = None, None
@@ -229,23 +229,34 @@ def run_formal(ctx: Context, *, retry: int = 0, paired_with: Path | None = None,
                   "mode": "compare", "status": "in_progress", "source_files": ident["source_files"],
                   "source_revision": revision, "protocol": ctx.protocol.as_dict(),
                   "selector": ctx.spec.selector.as_dict(), "case_attempts": {}}
+        if devices:
+            record["case_devices"] = scheduling.assignment(ctx.manifest.case_ids, devices)
         return {**record, "paired": paired} if paired else record
 
     for name in evidence.mark_abandoned(ctx.op_dir):
         progress(f"{name}: its collector is gone (killed or crashed); marked failed (abandoned)")
     round_dir, collection, lock = evidence.reserve_round(ctx.op_dir, first_record)
     try:
-        return _collect_round(ctx, round_dir, collection, retry, base_spec, paired, ident, progress)
+        return _collect_round(ctx, round_dir, collection, retry, base_spec, paired, ident, progress, devices)
     finally:
         lock.release(unlink=True)
 
 
-def _collect_round(ctx, round_dir, collection, retry, base_spec, paired, ident, progress) -> dict[str, Any]:
+def _collect_round(ctx, round_dir, collection, retry, base_spec, paired, ident, progress, devices=None):
     progress(f"{round_dir.name}: {collection['collection_id']} ({len(ctx.manifest.cases)} cases, "
              f"{ctx.spec.repeats} repeats, backend {ctx.backend.name})")
     try:
-        for case in ctx.manifest.cases:
-            _formal_case(ctx, collection, round_dir, case, retry, base_spec, progress)
+        if devices:
+            def on_card(case, device: int) -> None:
+                card = dataclasses.replace(ctx, spec=dataclasses.replace(ctx.spec, device_id=device))
+                base = dataclasses.replace(base_spec, device_id=device) if base_spec else None
+                _formal_case(card, collection, round_dir, case, retry, base, progress)
+            failed = scheduling.run_on_devices(ctx.manifest.cases, devices, on_card)
+            if failed:
+                raise failed[0]
+        else:
+            for case in ctx.manifest.cases:
+                _formal_case(ctx, collection, round_dir, case, retry, base_spec, progress)
         failure = _drift(ctx, ident) or _baseline_drift(ctx, paired)
     except CheckFailed as exc:
         failure = exc.line()
@@ -265,8 +276,9 @@ def _formal_case(ctx, collection, round_dir, case, retry, base_spec, progress) -
         backend=ctx.backend.name, method=ctx.protocol.aggregation, repeat_dirs=rel,
         timing_file=ctx.backend.timing_source_file, results=candidate, baseline=baseline, order=order)
     evidence.write_measurement(case_dir, record)
-    collection["case_attempts"][case.id] = attempts
-    evidence.write_collection(round_dir, collection)
+    with scheduling.COLLECTION_LOCK:
+        collection["case_attempts"][case.id] = attempts
+        evidence.write_collection(round_dir, collection)
     progress(f"  {case.id}: {record['aggregation_method']} {record['aggregate_us']:.3f} us "
              f"over {len(candidate)} repeats" + (f" (baseline {record['baseline_aggregate_us']:.3f} us)"
                                                  if baseline else ""))
@@ -311,15 +323,3 @@ def run_quick(ctx: Context, *, progress: Progress = lambda _line: None) -> dict[
 def _write_quick(path: Path, obj: dict[str, Any]) -> None:
     schemas.validate(obj, "quick_performance", path)
     fsio.write_json(path, obj)
-
-
-def list_op_names(ctx: Context, case_id: str) -> list[dict[str, Any]]:
-    """Discovery on one known case: the exact names to freeze (one-off, nothing kept)."""
-    if case_id not in ctx.manifest.case_ids:
-        raise ContractError(ctx.manifest_path, "--case-id", f"unknown case id {case_id!r}",
-                            f"use one of {list(ctx.manifest.case_ids)}")
-    scratch = Path(tempfile.mkdtemp(prefix="perftune_discovery_"))
-    try:
-        return ctx.backend.list_op_names(ctx.spec, ctx.manifest.case(case_id), scratch)
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)

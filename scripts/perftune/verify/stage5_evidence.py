@@ -20,6 +20,7 @@ from ..contract import manifest as manifest_mod
 from ..contract import protocol, schemas
 from ..errors import ContractError, PerftuneError
 from ..report import formal
+from ..terminal import profiler
 
 TERMINAL_NAME = "terminal_evidence.json"
 REL_TOL = 1e-9
@@ -183,7 +184,7 @@ def golden_problems(op_dir: Path, man: manifest_mod.Manifest, baseline: evidence
 def ledger_problems(op_dir: Path) -> list[str]:
     try:
         obj = ledger.load_ledger(ledger.ledger_path(op_dir))
-        enum = ledger_sources.enumerate_sources(op_dir, ledger.case_ids_of(op_dir))
+        enum = ledger_sources.recorded_sources(op_dir, obj)
     except PerftuneError as exc:
         return [f"ledger unusable: {exc.line()}"]
     return [f"ledger {p.code}: {p.item_id}: {p.message}" for p in ledger.check(obj, enum, op_dir)]
@@ -209,6 +210,8 @@ def selection_problems(op_dir: Path, delivered_sha: str) -> list[str]:
         stored = fsio.read_json(candidates.paths(op_dir)[1], what="selection.json")
         if stored.get("chosen") != chosen:
             out.append(f"selection.json says {stored.get('chosen')!r}, recomputation says {chosen!r}")
+        man = manifest_mod.load_manifest(op_dir / protocol.MANIFEST_NAME)
+        out += candidates.confirm_problems(op_dir, by_id[chosen]["executable_sha256"], man.protocol.max_remeasurements)
     except PerftuneError as exc:
         out.append(exc.line())
     return out
@@ -235,6 +238,8 @@ def terminal_problems(op_dir: Path, man: manifest_mod.Manifest, perf: dict, deli
             out.append(f"case {case.id}: no terminal evidence")
             continue
         out += [f"case {case.id}: {msg}" for msg in _terminal_entry_problems(entry)]
+    if obj.get("backend") == "msprof":
+        out += profiler.verify(op_dir, obj, man)   # re-derived from profiler tables and timelines
     return out
 
 

@@ -95,12 +95,18 @@ def device_env(device_id: int, base_env: Mapping[str, str] | None = None) -> dic
     return env
 
 
+BLAS_THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
 def runner_env(device_id: int, base_env: Mapping[str, str] | None = None) -> dict[str, str]:
-    """:func:`device_env` plus ``scripts/`` on ``PYTHONPATH`` so ``-m perftune...`` resolves."""
+    """:func:`device_env` plus ``scripts/`` on ``PYTHONPATH`` so ``-m perftune...`` resolves, and BLAS
+    thread pools of 1 unless the environment sets them (a shared host makes BLAS threads spin)."""
     env = device_env(device_id, base_env)
     parts = [str(SCRIPTS_DIR)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
     env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(parts))
     env.setdefault("PYTHONHASHSEED", str(protocol.SEED))
+    for name in BLAS_THREAD_VARS:  # single-threaded kernels, as the platform probe measures them
+        env.setdefault(name, "1")
     return env
 
 
@@ -185,6 +191,10 @@ class Backend(ABC):
     @abstractmethod
     def read_repeat(self, repeat_dir: Path, op_name: str) -> RepeatResult:
         """Recompute the repeat from its raw files only; :class:`ContractError` if invalid."""
+
+    def read_quick_repeat(self, repeat_dir: Path, op_name: str) -> float:
+        """A quick repeat's duration (us) recomputed from its raw files (default: as a formal repeat)."""
+        return self.read_repeat(repeat_dir, op_name).duration_us
 
     @abstractmethod
     def quick_case(self, spec: RunSpec, case: Case, scratch_dir: Path) -> list[float]:
