@@ -13,8 +13,7 @@ listed in docs/perf/manifest_history.json. After the first round a re-freeze is 
 usage:
   freeze_cases.py freeze --op-dir DIR --target-case-ids ID [ID ...] --selection-mode MODE
                          --backend cpu|msprof|pypto-sim (--op-name NAME | --op-name-from RECORD [--op-name NAME])
-                         [--device N] [--warmup N] [--repeats N] [--replace REASON] [--json]
-                         [--sim-arch A2A3|A5]   (pypto-sim: chip, pypto version and config sha256 are frozen)
+                         [--device N] [--warmup N] [--repeats N] [--replace REASON] [--sim-arch A2A3|A5] [--json]
   freeze_cases.py validate --op-dir DIR [--json]
   freeze_cases.py show --op-dir DIR [--json]
 
