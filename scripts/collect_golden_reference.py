@@ -5,11 +5,12 @@ Imports the golden module, builds every frozen manifest case with the factory (s
 the timed region), times the golden function per repeat and writes the report atomically. The
 golden source and manifest hashes are snapshotted before and verified after; the case id set
 must equal the manifest's exactly. An existing report is never overwritten. The cpu backend times
-one call with perf_counter_ns; torch_npu sums Duration(us) of the repeat's kernel_details.csv.
+one call with perf_counter_ns (pypto-sim too: its golden runs on the host); torch_npu sums Duration(us)
+of the repeat's kernel_details.csv.
 
 usage:
   collect_golden_reference.py GOLDEN --function F --factory FACTORY --case-manifest M
-      --output-dir D --device N --warmup N --repeats N --seed 42 [--backend cpu|torch_npu] [--json]
+      --output-dir D --device N --warmup N --repeats N --seed 42 [--backend cpu|torch_npu|pypto-sim] [--json]
 
 example:
   python scripts/collect_golden_reference.py custom/softmax/softmax_golden.py \

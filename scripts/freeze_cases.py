@@ -12,8 +12,8 @@ listed in docs/perf/manifest_history.json. After the first round a re-freeze is 
 
 usage:
   freeze_cases.py freeze --op-dir DIR --target-case-ids ID [ID ...] --selection-mode MODE
-                         --backend cpu|msprof (--op-name NAME | --op-name-from RECORD [--op-name NAME])
-                         [--device N] [--warmup N] [--repeats N] [--replace REASON] [--json]
+                         --backend cpu|msprof|pypto-sim (--op-name NAME | --op-name-from RECORD [--op-name NAME])
+                         [--device N] [--warmup N] [--repeats N] [--replace REASON] [--sim-arch A2A3|A5] [--json]
   freeze_cases.py validate --op-dir DIR [--json]
   freeze_cases.py show --op-dir DIR [--json]
 
@@ -24,7 +24,8 @@ example:
 --op-name-from takes the name from a discovery record (collect_perf.py list-op-names) and checks
 it: same backend and device, the runner unchanged since discovery, the name launched once.
 
-exit codes: 0 ok, 2 usage/contract error (message names file, field and fix).
+exit codes: 0 ok, 2 usage/contract error (message names file, field and fix), 3 environment
+(pypto-sim without the pypto extra installed: the message gives the install line).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from perftune.measure import evidence
 from perftune.argv import add_json_flag, parser_from_doc
 from perftune.errors import ContractError, run_cli
 from perftune.measure import discovery
+from perftune.measure.backends import pypto_sim
 
 
 def build_parser():
@@ -67,6 +69,7 @@ def build_parser():
     freeze.add_argument("--max-remeasurements", type=int, default=protocol.DEFAULT_MAX_REMEASUREMENTS)
     freeze.add_argument("--processes", type=int, default=protocol.DEFAULT_PROCESSES,
                         help="processes a case's repeats are spread over (cpu; must divide --repeats)")
+    freeze.add_argument("--sim-arch", default="A2A3", help="pypto-sim only: simulated chip (A2A3 or A5)")
     freeze.add_argument("--test-file", help="test file name inside --op-dir (default test_<op>.py)")
     freeze.add_argument("--replace", metavar="REASON", help="re-freeze (only while no round exists); the old "
                         "manifest is kept in docs/perf/manifest_history/")
@@ -94,7 +97,8 @@ def main(argv=None) -> int:
                       "multiplicity": args.multiplicity},
             promotion={"quick_min_speedup": args.quick_min_speedup, "rule": args.promotion_rule},
             aggregate_metric=args.aggregate_metric, max_remeasurements=args.max_remeasurements,
-            processes=args.processes)
+            processes=args.processes,
+            simulator=pypto_sim.simulator_identity(args.sim_arch) if args.backend == "pypto-sim" else None)
         manifest.check_protocol_values(proto, "freeze_cases.py")
         path, obj, report = freezing.freeze(args.op_dir, target_case_ids=args.target_case_ids,
                                             selection_mode=args.selection_mode, proto=proto,

@@ -203,3 +203,18 @@ def test_plots_write_png_and_return_the_path(tmp_path):
     dist = plots.sample_distributions(["a", "b"], [[1.0, 2.0], [3.0, 4.0]], [[1.5], [2.5, 3.5]],
                                       tmp_path / "d" / "d.png")
     assert dist.is_file() and dist.stat().st_size > 1000
+
+
+def test_a_degenerate_ci_an_ulp_off_its_point_still_plots(tmp_path):
+    # deterministic backend (pypto-sim): CI [r, r] from the bootstrap can sit one ulp above the point
+    point = 22625 / 17545
+    out = plots.speedup_ci(["a"], [point], [[point + 2e-16, point + 2e-16]], [0.01], ["faster"], tmp_path / "s.png")
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_degenerate_candidate_score_ci_an_ulp_off_still_plots(tmp_path):
+    from perftune.report import final_plots
+    score = 22625 / 17545
+    out = final_plots.candidate_scores(["v000", "v1"], [1.0, score], [[1.0, 1.0], [score + 2e-16] * 2],
+                                       [False, True], "v1", 0.01, tmp_path / "c.png", "t")
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

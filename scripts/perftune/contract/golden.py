@@ -35,7 +35,8 @@ from . import protocol, schemas
 from ..errors import ContractError, EnvError
 from .manifest import Manifest, canonical_dtype, canonical_shape, load_manifest
 
-TIMING_SCOPES = {"cpu": "golden_cpu_call", "torch_npu": "all_golden_npu_kernels"}
+# pypto-sim: the golden of a simulated operator runs on the host CPU, timed exactly like cpu
+TIMING_SCOPES = {"cpu": "golden_cpu_call", "torch_npu": "all_golden_npu_kernels", "pypto-sim": "golden_cpu_call"}
 GOLDEN_BACKENDS = tuple(TIMING_SCOPES)
 REL_TOL = 1e-9
 
@@ -344,7 +345,7 @@ def collect(golden_path: Path, *, function: str, factory: str, manifest_path: Pa
     samples = {}
     for case in manifest.cases:
         args, kwargs = inputs[case.id]
-        if backend == "cpu":
+        if backend in ("cpu", "pypto-sim"):
             samples[case.id] = time_cpu(golden_fn, args, kwargs, warmup, repeats)
         else:
             prof = Path(output_dir) / "prof" / "golden-reference" / fsio.sha256_bytes(case.id.encode())[:12]

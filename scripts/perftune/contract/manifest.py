@@ -229,9 +229,11 @@ class Protocol:
         """``promotion`` or ``acceptance`` with the documented defaults for absent keys."""
         default = protocol.DEFAULT_PROMOTION if name == "promotion" else protocol.DEFAULT_ACCEPTANCE
         return {**default, **getattr(self, name)}
+    simulator: dict[str, Any] | None = None   # pypto-sim: the frozen chip, pypto version, config sha256
 
     def as_dict(self) -> dict[str, Any]:
-        return {
+        extra = {"simulator": dict(self.simulator)} if self.simulator is not None else {}
+        return {**extra,
             "backend": self.backend, "device_id": self.device_id, "seed": self.seed,
             "warmup": self.warmup, "repeats": self.repeats, "op_name": self.op_name,
             "timing_scope": self.timing_scope, "aggregation": self.aggregation,
@@ -279,16 +281,18 @@ def make_protocol(*, backend: str, device_id: int, warmup: int, repeats: int, op
                   timing_scope: str | None = None, aggregate_metric: str = protocol.AGGREGATE_METRIC,
                   acceptance: dict[str, Any] | None = None,
                   max_remeasurements: int = protocol.DEFAULT_MAX_REMEASUREMENTS,
-                  processes: int = protocol.DEFAULT_PROCESSES) -> Protocol:
-    """A protocol with the DESIGN §4.1/§7 defaults filled in."""
-    rule = {**protocol.DEFAULT_DECISION, **(decision or {})}
+                  processes: int = protocol.DEFAULT_PROCESSES,
+                  simulator: dict[str, Any] | None = None) -> Protocol:
+    """A protocol with the DESIGN §4.1/§7 defaults filled in (deterministic backends: min_repeats 2)."""
+    floor = {"min_repeats": protocol.DETERMINISTIC_MIN_REPEATS} if backend in protocol.DETERMINISTIC_BACKENDS else {}
+    rule = {**protocol.DEFAULT_DECISION, **floor, **(decision or {})}
     return Protocol(
         backend=backend, device_id=device_id, seed=seed, warmup=warmup, repeats=repeats,
         op_name=op_name, timing_scope=timing_scope or protocol.TIMING_SCOPES.get(backend, ""),
         aggregation=aggregation, decision=Decision(**rule),
         promotion={**protocol.DEFAULT_PROMOTION, **(promotion or {})}, aggregate_metric=aggregate_metric,
         acceptance={**protocol.DEFAULT_ACCEPTANCE, **(acceptance or {})},
-        max_remeasurements=max_remeasurements, processes=processes)
+        max_remeasurements=max_remeasurements, processes=processes, simulator=simulator)
 
 
 def build_manifest(spec: SpecInfo, tests: dict[str, int], *, target_case_ids: list[str],

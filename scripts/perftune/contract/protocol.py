@@ -26,7 +26,7 @@ PERFORMANCE_REPORT_MD = "PERFORMANCE_REPORT.md"
 STATE_NAME = ".orchestrator_state.json"
 FIGURES_DIR = "docs/perf/figures"
 
-BACKENDS = ("msprof", "cpu")
+BACKENDS = ("msprof", "cpu", "pypto-sim")
 DEFAULT_WARMUP = 3
 DEFAULT_REPEATS = 10
 AGGREGATIONS = ("trimmed_mean", "median")
@@ -34,7 +34,11 @@ DEFAULT_AGGREGATION = "median"
 SELECTION_MODES = ("user_selected", "single_p0", "all_p0_no_questions")
 AGGREGATE_METRIC = "mean_case_speedup"
 TIE_BREAK = "smallest_evaluation_order"
-TIMING_SCOPES = {"msprof": "pypto_target_kernel", "cpu": "cpu_kernel_call"}
+TIMING_SCOPES = {"msprof": "pypto_target_kernel", "cpu": "cpu_kernel_call", "pypto-sim": "pypto_sim_total_cycles"}
+# Deterministic backends (same code, same inputs -> the same time): repeats only prove determinism,
+# so the frozen decision needs DETERMINISTIC_MIN_REPEATS samples (zero spread is exact, not noise).
+DETERMINISTIC_BACKENDS = ("pypto-sim",)
+DETERMINISTIC_MIN_REPEATS = 2
 
 DECISION_METHODS = ("bootstrap", "relative_band")
 DEFAULT_DECISION = {

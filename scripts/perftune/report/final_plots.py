@@ -25,7 +25,8 @@ def candidate_scores(versions: Sequence[str], scores: Sequence[float | None],
         bar = ax.bar(x, score, color="#2b83ba" if tie else "#bdbdbd", hatch="//" if tie else None,
                      edgecolor="black" if version == chosen else "none", lw=2.2 if version == chosen else 0)
         if ci is not None:
-            ax.errorbar(x, score, yerr=[[score - ci[0]], [ci[1] - score]], fmt="none", ecolor="black", capsize=4)
+            ax.errorbar(x, score, yerr=[[max(0.0, score - ci[0])], [max(0.0, ci[1] - score)]], fmt="none",
+                        ecolor="black", capsize=4)   # a degenerate CI may sit an ulp off the score
         label = f"{score:.3f}" + (" (chosen)" if version == chosen else "")
         ax.annotate(label, (x, bar[0].get_height()), xytext=(0, 4), textcoords="offset points", ha="center",
                     fontsize=8)

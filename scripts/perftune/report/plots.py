@@ -59,7 +59,7 @@ def speedup_ci(cases: Sequence[str], points: Sequence[float | None],
             continue
         ax.plot(point, y, "o", mfc="white", mec=color, ms=7, zorder=3)
         if ci is not None:
-            ax.errorbar(point, y, xerr=[[point - ci[0]], [ci[1] - point]], fmt="none", ecolor=color,
+            ax.errorbar(point, y, xerr=[[max(0.0, point - ci[0])], [max(0.0, ci[1] - point)]], fmt="none", ecolor=color,
                         capsize=4, lw=1.6, zorder=4)
         shown = f"{point:.3g} [{ci[0]:.3g}, {ci[1]:.3g}]" if ci else f"{point:.3g}"
         ax.annotate(f"{shown} {verdict}", (point, y), xytext=(0, -13), textcoords="offset points",

@@ -34,6 +34,7 @@ from ..contract import protocol, schemas
 from . import profiler
 from . import roofline
 from ..contract import work_model
+from . import sim_evidence
 from ..measure.backends.base import runner_env
 from ..measure.backends.case_adapter import find_runner
 from ..errors import ContractError, EnvError
@@ -118,13 +119,15 @@ def scalar_block(row: dict[str, Any] | None, case_us: float) -> dict[str, Any]:
 
 
 def _case_block(case, samples: list[float], manifest: Manifest, model: dict[str, Any], platform, platform_ref,
-                overhead_row) -> dict[str, Any]:
+                overhead_row, case_dir: Path | None = None) -> dict[str, Any]:
     case_us, method = evidence.aggregate(samples, manifest.protocol.aggregation)
     case_us = round(case_us, 3)
     work = roofline.case_work(case.id, case.shape, case.dtype, model, protocol.MANIFEST_NAME)
     if manifest.protocol.backend == "cpu":
         scalar = scalar_block(overhead_row, case_us)
         pipeline = {"status": "not_applicable_with_dag", "grounds": CPU_PIPELINE_GROUNDS}
+    elif manifest.protocol.backend == "pypto-sim":
+        pipeline, scalar = sim_evidence.case_blocks(case_dir)
     else:
         scalar = {"dominant": "unknown", "grounds": ["msprof: needs hot-region/trace evidence and a single-"
                                                       "variable A/B; not derivable from timings"]}
@@ -149,10 +152,11 @@ def build(op_dir: str | Path, round_ref: str, *, platform_file: str | Path | Non
         raise ContractError(rnd.path, "mode", f"round mode is {rnd.collection.get('mode')!r}",
                             "terminal evidence needs a formal round")
     backend = manifest.protocol.backend
-    default = root / protocol.PERF_DIR / PLATFORM_CPU_NAME if backend == "cpu" else None
+    default = (root / protocol.PERF_DIR / PLATFORM_CPU_NAME if backend == "cpu"
+               else sim_evidence.default_platform(manifest.protocol.simulator) if backend == "pypto-sim" else None)
     path = Path(platform_file) if platform_file else default
     if path is None:
-        raise ContractError(manifest_path, "--platform", "msprof needs an explicit platform file",
+        raise ContractError(manifest_path, "--platform", f"{backend} needs an explicit platform file",
                             "pass --platform platforms/<product>.json")
     platform, platform_obj = load_platform(path, backend)
     platform_ref = {"platform_id": platform.platform_id, "file": fsio.file_record(path, root),
@@ -166,7 +170,7 @@ def build(op_dir: str | Path, round_ref: str, *, platform_file: str | Path | Non
             raise ContractError(rnd.path, "expected_cases", f"case {case.id!r} is not in the round",
                                 "use a round that measured every manifest case")
         cases.append(_case_block(case, rnd.cases[case.id].samples_us, manifest, model, platform,
-                                 platform_ref, overhead.get(case.id)))
+                                 platform_ref, overhead.get(case.id), rnd.cases[case.id].path))
     extra = profiler.apply(root, rnd, manifest, path, platform_obj, platform, cases) if backend == "msprof" else {}
     doc = {"schema_version": 1, "backend": backend, "manifest": fsio.file_record(manifest_path, root),
            "round": {"collection_id": rnd.collection_id, "path": fsio.display_path(rnd.path, root),

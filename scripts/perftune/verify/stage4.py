@@ -12,6 +12,10 @@ Decisions where DESIGN is silent:
 - Calls are followed through module-level functions. A kernel call inside ``for``/``while``, a
   comprehension, a lambda or a nested def, or a kernel referenced without being called (passed to
   ``map``, ``partial``...), cannot be proven to launch once and fails ``single_launch``.
+- A *PyPI pypto frontend operator* (pypto-sim backend; PyPTO-Pro is not on PyPI) imports ``pypto``
+  and no ``pypto_pro``, and decorates with ``pypto.frontend.jit``: the Pro-import gate is
+  ``not_applicable``, ``single_jit`` counts its ``pypto.frontend.jit`` sites (exactly one), and its
+  kernel is the module-level launcher ``<op>_kernel`` that builds and calls the jit function.
 - A gate that cannot be judged because another gate failed is ``not_applicable`` and names it.
 - ``blocked`` is reserved for the environment (category ``env_error``): the delivery import hit a
   ``ModuleNotFoundError`` for pypto_pro, torch_npu or torch. Exit 1 if any gate FAILs, else 3 if
@@ -33,9 +37,11 @@ from .results import BLOCKED, FAIL, NA, PASS, GateResult, Stage4Result, render_t
 
 __all__ = ["GATES", "OperatorSources", "SourceFile", "Stage4Result", "evaluate", "render_text", "run_gates"]
 CPU_REASON = "cpu backend operator (no pypto_pro import)"
+FRONTEND_REASON = "PyPI pypto frontend operator (pypto-sim backend): no PyPTO-Pro import to check"
 PRO_MODULE = "pypto_pro.language"
 PRO_JIT = PRO_MODULE + ".jit"
-ENV_MODULES = ("pypto_pro", "torch_npu", "torch")
+FRONTEND_JIT = "pypto.frontend.jit"
+ENV_MODULES = ("pypto_pro", "pypto", "torch_npu", "torch")
 FORBIDDEN_PRECISION = ("assert_close", "atol_override")
 MIN_TESTS = 4
 DEFAULT_IMPORT_TIMEOUT_S = 120.0
@@ -95,6 +101,7 @@ class _Context:
     probe: ImportProbe
     test: PySource | None = None
     pypto: bool = False
+    frontend: bool = False
     kernels: set[str] = field(default_factory=set)
 
     @property
@@ -120,17 +127,26 @@ def _na(gate_id: str, reason: str) -> GateResult:
 
 
 def _jit_sites(p: PySource) -> list[tuple[str, int]]:
-    """(kernel name, line) of every ``@pl.jit`` def and every ``name = pl.jit(fn)`` assignment."""
+    """(kernel name, line) of every ``@pl.jit`` (``@pypto.frontend.jit`` for a frontend operator) def
+    and every ``name = pl.jit(fn)`` assignment."""
     out = []
+    jits = (PRO_JIT, FRONTEND_JIT) if _is_frontend(p) else (PRO_JIT,)
     for node in ast.walk(p.tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             for deco in node.decorator_list:
-                if p.resolve(deco.func if isinstance(deco, ast.Call) else deco) == PRO_JIT:
+                if p.resolve(deco.func if isinstance(deco, ast.Call) else deco) in jits:
                     out.append((node.name, deco.lineno))
         elif (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
-              and p.resolve(node.value.func) == PRO_JIT):
+              and p.resolve(node.value.func) in jits):
             out += [(t.id, node.lineno) for t in node.targets if isinstance(t, ast.Name)]
     return sorted(out, key=lambda site: site[1])
+
+
+def _is_frontend(p: PySource) -> bool:
+    roots = {m.split(".")[0] for _, m in p.imports()}
+    decorators = (d.func if isinstance(d, ast.Call) else d for n in ast.walk(p.tree)
+                  if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) for d in n.decorator_list)
+    return "pypto" in roots and "pypto_pro" not in roots and any(p.resolve(d) == FRONTEND_JIT for d in decorators)
 
 
 def _is_pypto(p: PySource) -> bool:
@@ -151,8 +167,8 @@ def _gate_files(ctx: _Context) -> GateResult:
 
 def _gate_pro_import(ctx: _Context) -> GateResult:
     p = ctx.test
-    if not ctx.pypto:
-        return _na("pro_import", CPU_REASON)
+    if not ctx.pypto or ctx.frontend:
+        return _na("pro_import", FRONTEND_REASON if ctx.frontend else CPU_REASON)
     bad = [p.ev(line) for line, m in p.imports() if m.split(".")[0] == "pypto"]
     if p.aliases.get("pl") != PRO_MODULE:
         bad.append(p.ev(None, "no `import pypto_pro.language as pl`"))
@@ -342,8 +358,8 @@ def evaluate(sources: OperatorSources, probe: ImportProbe, inputs: dict | None =
     gates = [_gate_files(ctx)]
     if isinstance(files["test"], PySource):
         ctx.test = files["test"]
-        ctx.pypto = _is_pypto(ctx.test)
-        if ctx.pypto:
+        ctx.pypto, ctx.frontend = _is_pypto(ctx.test), _is_frontend(ctx.test)
+        if ctx.pypto and not ctx.frontend:
             ctx.kernels = {name for name, _ in _jit_sites(ctx.test)}
         elif f"{sources.op}_kernel" in ctx.test.funcs:
             ctx.kernels = {f"{sources.op}_kernel"}

@@ -30,7 +30,7 @@ from ..measure import correctness, evidence
 from .. import fsio
 from ..contract import manifest, protocol, schemas
 from ..errors import ContractError, PerftuneError
-from . import remeasure
+from . import remeasure, resimulate
 from . import soundness as sound
 from . import stage5_evidence as ev, terminal_model
 
@@ -176,6 +176,7 @@ def gate_p4(ctx: Context) -> list[Finding]:
         out.append(Finding("P4", "performance_evidence_invalid",
                            f"{len(diffs)} value(s) in performance.json differ from the recomputation from raw "
                            "samples", tuple(diffs[:10])))
+    out += [Finding("P4", cat, msg) for cat, msg in resimulate.problems(ctx.op_dir, ctx.rounds[1])]  # pypto-sim
     return out
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from ..decide import candidates, compare, ledger, ledger_sources
 from ..measure import correctness, evidence
+from ..measure.backends import pypto_sim
 from .. import fsio
 from ..contract import golden
 from ..contract import manifest as manifest_mod
@@ -82,11 +83,16 @@ def protocol_problems(collection: dict, man: manifest_mod.Manifest, record: dict
 
 
 def reused_samples(*rounds: evidence.RoundEvidence) -> list[str]:
-    """No sample sequence may appear twice across cases or rounds (copied aggregates, splices)."""
+    """No sample sequence may appear twice across cases or rounds (copied aggregates, splices); on a
+    deterministic backend (equal samples expected) no archived launch may appear twice instead."""
     seen: dict[tuple[float, ...], str] = {}
-    out = []
+    out: list[str] = []
+    launches: dict[str, str] = {}
     for rnd in rounds:
         for cid, case in sorted(rnd.cases.items()):
+            if rnd.collection["backend"] in protocol.DETERMINISTIC_BACKENDS:   # equal samples are expected
+                out += pypto_sim.launch_problems(case.path, cid, rnd.collection["repeats"], rnd.paired, launches)
+                continue
             arms = [("", case.samples_us)] + ([(" (paired baseline)", case.baseline_samples_us)]
                                               if case.baseline_samples_us else [])
             for arm, samples in arms:

@@ -19,6 +19,7 @@ from .base import (Backend, RepeatResult, RunSpec, Selector, choose_selector, de
 _REGISTRY: dict[str, tuple[str, str]] = {
     "cpu": ("cpu", "CpuBackend"),
     "msprof": ("msprof", "MsprofBackend"),
+    "pypto-sim": ("pypto_sim", "PyptoSimBackend"),
 }
 
 

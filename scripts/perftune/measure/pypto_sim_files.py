@@ -1,0 +1,235 @@
+"""Reading PyPTO's cost-model simulator output (``CostModelSimulationOutput/``), one parser per file.
+
+Pure functions over text/objects (the backend reads the files, bounded, and passes them in), so
+every number the pypto-sim backend reports is re-derived from the archived raw files alone:
+
+- ``_simulate.stat.report.txt`` (:func:`parse_stat_report`): ``Key....: value [pct%]`` lines in
+  ``====`` sections. ``Total Cycles`` of the first section is the canonical simulated time of the
+  launch; the ``Core Machine Top Statistics`` section gives per pipe ``Used <P> Pipe Number`` and
+  ``Average <P> Usage`` (cycles and % of the total). A missing or non-numeric required field is an
+  error, never 0.
+- ``_simulate.config.ini`` (:func:`parse_config_ini`): ``[Section]`` + ``key = value``; the
+  simulated chip is ``[Model] deviceArch``.
+- ``_simulate.swim.json`` / ``_simulate.pipe.swim.json`` (:func:`busy_model`): one entry per core
+  (``blockIdx``, ``coreType`` AIC/AIV) with ``tasks`` (``execStart``/``execEnd`` cycles) and
+  ``pipeLogs`` (pipe name → tile-op spans in cycles).
+- ``bubble_analysis.log`` (:func:`parse_bubble_log`): per core ``[NAME] Execute task num:N`` then
+  ``Core Total Work Time``, ``Total Wait Time``, ``Wait Schedule Time``, ``Wait Predecessor Time``
+  (µs). Cores that ran no task are dropped from the summary.
+
+The per-pipe busy model (:func:`busy_model`): a lane is one core; per lane the spans of one pipe
+are united (overlapping or repeated spans count once), the core's task time is the union of its
+task spans, and overlap is counted only inside one lane (different cores run independently).
+Pipe names map to the families the msprof route uses: ``VECTOR_ALU``→vec, ``CUBE``→cube,
+``MTE_IN``→mte2 (global → local), ``MTE1``→mte1, ``MTE_OUT``→mte3. The simulator models no
+scalar pipe, so scalar ratios are missing (None), never 0. :func:`route_row` turns the model into
+the op_summary-style row :func:`perftune.measure.routing.route` reads, so the bound route of a
+simulated launch comes from the same code as an msprof one.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+from ..errors import ContractError
+
+STAT_REPORT = "_simulate.stat.report.txt"
+CONFIG_INI = "_simulate.config.ini"
+SWIM_JSON = "_simulate.swim.json"
+PIPE_SWIM_JSON = "_simulate.pipe.swim.json"
+BUBBLE_LOG = "bubble_analysis.log"
+MERGED_SWIMLANE = "merged_swimlane.json"
+
+PIPE_FAMILY = {"VECTOR_ALU": "vec", "CUBE": "cube", "MTE_IN": "mte2", "MTE1": "mte1", "MTE_OUT": "mte3"}
+STAT_PIPES = ("Cube", "Vector", "MTE_IN", "MTE1", "MTE_OUT")
+COMPUTE = ("vec", "cube")
+MOVEMENT = ("mte1", "mte2", "mte3")
+_LINE = re.compile(r"^\s*(?:\|--)?\s*(?P<key>[A-Za-z_][\w ]*?)\s*\.{2,}\s*:\s*(?P<rest>.*)$")
+_SECTION = re.compile(r"^=+\s*(?P<name>[^=]*?)\s*=+$")
+_BUBBLE_CORE = re.compile(r"^\[(?P<core>[^\]]+)\]\s*Execute task num:\s*(?P<n>\d+)\s*$")
+_BUBBLE_FIELD = re.compile(r"^\s+(?P<key>[A-Za-z ]+?):\s*(?P<value>\S+)\s*$")
+
+
+def _float(text: str, source: str, field: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise ContractError(source, field, f"{text!r} is not a number", "re-run the simulation") from None
+    if not math.isfinite(value) or value < 0:
+        raise ContractError(source, field, f"{text!r} is not finite and >= 0", "re-run the simulation")
+    return value
+
+
+def parse_stat_report(text: str, source: str = STAT_REPORT) -> dict[str, Any]:
+    """``{total_cycles, tasks, average_task_cycles, max_task_cycles, min_task_cycles, pipes, sections}``.
+
+    ``pipes[P] = {used, average_cycles, percent}`` for P in Cube, Vector, MTE_IN, MTE1, MTE_OUT.
+    """
+    sections: dict[str, dict[str, list[float]]] = {}
+    current = "-"
+    for line in text.splitlines():
+        if (head := _SECTION.match(line.strip())):
+            current = head.group("name")
+            sections.setdefault(current, {})
+            continue
+        if (found := _LINE.match(line)):
+            values = [_float(v.rstrip("%"), source, found.group("key")) for v in found.group("rest").split()]
+            sections.setdefault(current, {}).setdefault(found.group("key"), values)
+    if not sections or "ASC++ MachineModel Report" not in sections:
+        raise ContractError(source, "-", "not a simulator stat report (no 'ASC++ MachineModel Report')",
+                            "archive CostModelSimulationOutput/_simulate.stat.report.txt unchanged")
+    head, device = sections["ASC++ MachineModel Report"], _section(sections, "Statistics", source)
+    top = _section(sections, "Core Machine Top Statistics", source)
+
+    def one(block: dict[str, list[float]], key: str, index: int = 0) -> float:
+        values = block.get(key)
+        if not values or len(values) <= index:
+            raise ContractError(source, key, "missing", "archive the complete stat report")
+        return values[index]
+
+    total = one(head, "Total Cycles")
+    if total <= 0:
+        raise ContractError(source, "Total Cycles", f"{total} is not > 0", "re-run the simulation")
+    pipes = {p: {"used": int(one(top, f"Used {p} Pipe Number")), "average_cycles": one(top, f"Average {p} Usage"),
+                 "percent": one(top, f"Average {p} Usage", 1)} for p in STAT_PIPES}
+    return {"total_cycles": int(total), "tasks": int(one(device, "Total Submit Tasks")),
+            "average_task_cycles": one(device, "Average Task Cycles"),
+            "max_task_cycles": one(device, "Max Task Cycles"), "min_task_cycles": one(device, "Min Task Cycles"),
+            "pipes": pipes, "core_total_cycles": int(one(top, "Total Cycles"))}
+
+
+def _section(sections: dict[str, dict], suffix: str, source: str) -> dict[str, list[float]]:
+    for name, block in sections.items():
+        if name.endswith(suffix) and (suffix != "Statistics" or name.startswith("DeviceMachine")):
+            return block
+    raise ContractError(source, suffix, "section missing", "archive the complete stat report")
+
+
+def parse_config_ini(text: str, source: str = CONFIG_INI) -> dict[str, dict[str, str]]:
+    """``{section: {key: value}}`` of the simulator's effective configuration."""
+    out: dict[str, dict[str, str]] = {}
+    section = None
+    for line in text.splitlines():
+        stripped = line.strip()
+        if not stripped or stripped.startswith(("#", ";")):
+            continue
+        if stripped.startswith("[") and stripped.endswith("]"):
+            section = stripped[1:-1]
+            out.setdefault(section, {})
+        elif "=" in stripped and section is not None:
+            key, value = stripped.split("=", 1)
+            out[section][key.strip()] = value.strip()
+    arch = out.get("Model", {}).get("deviceArch")
+    if not arch:
+        raise ContractError(source, "Model.deviceArch", "missing", "archive the simulator's config.ini")
+    return out
+
+
+def parse_bubble_log(text: str, source: str = BUBBLE_LOG) -> dict[str, dict[str, float]]:
+    """Per core that ran tasks: ``{tasks, work_us, wait_us, wait_schedule_us, wait_predecessor_us}``."""
+    keys = {"Core Total Work Time": "work_us", "Total Wait Time": "wait_us",
+            "Wait Schedule Time": "wait_schedule_us", "Wait Predecessor Time": "wait_predecessor_us"}
+    cores: dict[str, dict[str, float]] = {}
+    core = None
+    for line in text.splitlines():
+        if (head := _BUBBLE_CORE.match(line)):
+            core = head.group("core")
+            cores[core] = {"tasks": int(head.group("n"))}
+        elif core and (field := _BUBBLE_FIELD.match(line)) and field.group("key") in keys:
+            cores[core][keys[field.group("key")]] = _float(field.group("value"), source, f"{core}.{field.group('key')}")
+    if not cores:
+        raise ContractError(source, "-", "no '[core] Execute task num' block", "archive bubble_analysis.log unchanged")
+    for name, values in cores.items():
+        missing = sorted(set(keys.values()) - set(values))
+        if values["tasks"] > 0 and missing:
+            raise ContractError(source, name, f"missing {missing}", "archive bubble_analysis.log unchanged")
+    return {name: values for name, values in cores.items() if values["tasks"] > 0}
+
+
+def _union(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def _length(spans: list[tuple[int, int]]) -> int:
+    return sum(end - start for start, end in spans)
+
+
+def _intersection(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> int:
+    total, i, j = 0, 0, 0
+    while i < len(a) and j < len(b):
+        total += max(0, min(a[i][1], b[j][1]) - max(a[i][0], b[j][0]))
+        i, j = (i + 1, j) if a[i][1] < b[j][1] else (i, j + 1)
+    return total
+
+
+def _spans(entries: Any, key: str, source: str) -> list[tuple[int, int]]:
+    if not isinstance(entries, list):
+        raise ContractError(source, key, "is not a list", "archive the simulator file unchanged")
+    out = []
+    for item in entries:
+        start, end = (item.get("execStart"), item.get("execEnd")) if isinstance(item, dict) else (None, None)
+        if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in (start, end)) or end < start:
+            raise ContractError(source, key, f"bad span {item!r}", "archive the simulator file unchanged")
+        out.append((start, end))
+    return out
+
+
+def busy_model(swim: Any, pipe_swim: Any, source: str = PIPE_SWIM_JSON) -> dict[str, Any]:
+    """Per core type: cores used, task cycles, per-family busy cycles and ratio, in-core overlap."""
+    if not isinstance(swim, list) or not isinstance(pipe_swim, list):
+        raise ContractError(source, "-", "a swim file is not a list of cores", "archive the simulator files unchanged")
+    tasks = {(c.get("coreType"), c.get("blockIdx")): _union(_spans(c.get("tasks", []), "tasks", SWIM_JSON))
+             for c in swim if isinstance(c, dict)}
+    out: dict[str, Any] = {}
+    for core in pipe_swim:
+        if not isinstance(core, dict) or not any((core.get("pipeLogs") or {}).values()):
+            continue
+        kind, lane = core.get("coreType"), (core.get("coreType"), core.get("blockIdx"))
+        pipes = {}
+        for name, logs in core["pipeLogs"].items():
+            family = PIPE_FAMILY.get(name)
+            if family is None:
+                raise ContractError(source, f"pipeLogs.{name}", "unknown pipe", "update PIPE_FAMILY for this pypto")
+            pipes[family] = _union(pipes.get(family, []) + _spans(logs, f"pipeLogs.{name}", source))
+        task = tasks.get(lane) or _union([s for spans in pipes.values() for s in spans])
+        block = out.setdefault(kind, {"cores": 0, "task_cycles": 0, "busy_cycles": {}, "overlap_cycles": 0})
+        block["cores"] += 1
+        block["task_cycles"] += _length(task)
+        for family, spans in pipes.items():
+            block["busy_cycles"][family] = block["busy_cycles"].get(family, 0) + _length(spans)
+        compute = _union([s for f in COMPUTE for s in pipes.get(f, [])])
+        movement = _union([s for f in MOVEMENT for s in pipes.get(f, [])])
+        block["overlap_cycles"] += _intersection(compute, movement)
+    for block in out.values():
+        block["ratios"] = {f: (round(c / block["task_cycles"], 6) if block["task_cycles"] else None)
+                           for f, c in sorted(block["busy_cycles"].items())}
+    return out
+
+
+def route_row(model: dict[str, Any], frequency_mhz: float) -> dict[str, Any]:
+    """The op_summary-style row (times in µs, ratios in [0, 1]) for :func:`routing.route`."""
+    row: dict[str, Any] = {}
+    for kind, prefix in (("AIC", "aic"), ("AIV", "aiv")):
+        block = model.get(kind)
+        if not block:
+            continue
+        row[f"{'aicore' if prefix == 'aic' else 'aiv'}_time(us)"] = block["task_cycles"] / frequency_mhz
+        for family, ratio in block["ratios"].items():
+            row[f"{prefix}_{family}_ratio"] = min(ratio, 1.0) if ratio is not None else None
+    return row
+
+
+def task_window(swim: Any, source: str = SWIM_JSON) -> tuple[int, int] | None:
+    """(first task start, last task end) in cycles over every core; None when no task ran."""
+    if not isinstance(swim, list):
+        raise ContractError(source, "-", "is not a list of cores", "archive the simulator file unchanged")
+    spans = [s for core in swim if isinstance(core, dict) for s in _spans(core.get("tasks", []), "tasks", source)]
+    return (min(s for s, _ in spans), max(e for _, e in spans)) if spans else None
