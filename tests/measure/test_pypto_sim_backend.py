@@ -21,7 +21,7 @@ from perftune.errors import CheckFailed, ContractError
 from perftune.measure import evidence, pypto_sim_files as files
 from perftune.measure.backends import RepeatResult, get_backend
 from perftune.measure.backends import pypto_sim
-from perftune.verify import remeasure
+from perftune.verify import resimulate
 
 RECORDED = ROOT / "tests" / "fixtures" / "pypto_sim" / "recorded"
 EXAMPLE = ROOT / "examples" / "pypto_softmax"
@@ -110,7 +110,7 @@ def test_cli_end_to_end_follows_the_installed_extra(tmp_path):
         assert_one_line_error(proc, 3, "pypto is not installed", "pip install -e '.[pypto-sim]'")
         assert not (op / "docs").exists()
         final = evidence.RoundEvidence(op, {"backend": "pypto-sim"}, {})
-        [(category, message)] = remeasure.problems(op, final)   # the verifier cannot re-simulate here
+        [(category, message)] = resimulate.problems(op, final)   # the verifier cannot re-simulate here
         assert category == "env_error" and "pip install -e '.[pypto-sim]'" in message
         return
     proc = freeze(op, env)
@@ -131,9 +131,9 @@ def test_cli_end_to_end_follows_the_installed_extra(tmp_path):
     assert not list(home.iterdir()), "side files reached HOME"
     assert not (op / "output").exists() and not list(loaded.path.rglob(".pypto_sim_*"))
     final = evidence.load_round(op, "round_001")
-    assert remeasure.problems(op, final) == []           # the verifier re-simulates: identical cycles
+    assert resimulate.problems(op, final) == []           # the verifier re-simulates: identical cycles
     edited = dataclasses.replace(loaded, samples_us=[s * 1.01 for s in loaded.samples_us])
-    [(category, message)] = remeasure.problems(op, dataclasses.replace(final, cases={CASE: edited}))
+    [(category, message)] = resimulate.problems(op, dataclasses.replace(final, cases={CASE: edited}))
     assert category == "performance_evidence_invalid" and "not identical" in message
 
 
