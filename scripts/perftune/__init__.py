@@ -10,4 +10,4 @@ an exit code.
 May import: (the shared ground imports only itself: argv and fsio may import errors)
 """
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
