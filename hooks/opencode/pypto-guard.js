@@ -32,10 +32,10 @@ export function hookEvents(tool, args, cwd) {
 }
 
 export function runHook(script, event, timeoutMs = 15000) {
-  const python = process.env.PYPTO_PYTHON || "python3";
-  const proc = spawnSync(python, [script], { input: JSON.stringify(event), encoding: "utf8", timeout: timeoutMs });
+  const interpreter = process.env.PYPTO_PYTHON || "python3";
+  const proc = spawnSync(interpreter, [script], { input: JSON.stringify(event), encoding: "utf8", timeout: timeoutMs });
   if (proc.error) {
-    return { code: 2, message: `blocked: the guard could not run (${python}: ${proc.error.code || proc.error.message}); ` +
+    return { code: 2, message: `blocked: the guard could not run (${interpreter}: ${proc.error.code || proc.error.message}); ` +
       "install Python 3 or set PYPTO_PYTHON" };
   }
   const message = (proc.stderr || "").trim();
