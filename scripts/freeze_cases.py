@@ -26,7 +26,7 @@ import sys
 from pathlib import Path
 
 from perftune import fsio
-from perftune.contract import manifest, protocol
+from perftune.contract import frozen_inputs, manifest, protocol
 from perftune.argv import add_json_flag, parser_from_doc
 from perftune.errors import run_cli
 
@@ -69,6 +69,7 @@ def main(argv=None) -> int:
         manifest.check_protocol_values(proto, "freeze_cases.py")
         path, obj = manifest.freeze(args.op_dir, target_case_ids=args.target_case_ids,
                                     selection_mode=args.selection_mode, proto=proto, test_name=args.test_file)
+        frozen_inputs.record(args.op_dir)
     else:
         obj = manifest.load_manifest(path).raw
     record = fsio.file_record(path, args.op_dir)
