@@ -11,3 +11,7 @@ May import: (the shared ground imports only itself: argv and fsio may import err
 """
 
 __version__ = "0.2.0"
+
+from .errors import install_import_guard
+
+install_import_guard()  # a missing numpy/pandas/jsonschema/pyyaml/matplotlib: one line, exit 3

@@ -12,7 +12,6 @@ the default 1 % band would call equal-speed cases slower or faster by chance).
 
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
 import sys
@@ -141,8 +140,8 @@ class Driver:
         data = None
         if parse and proc.stdout.strip():
             try:
-                data = json.loads(proc.stdout)
-            except ValueError:
+                data = fsio.loads_json(proc.stdout, what="step output")
+            except ContractError:
                 raise ContractError(log, name, "--json output is not JSON", "see the step log") from None
         return proc.returncode, data
 
@@ -323,7 +322,7 @@ def finish(d: Driver, plan: demo_plan.Plan) -> tuple[int, dict[str, Any]]:
     d.run("ledger_check.py", "--op-dir", d.op)
     _, selection = d.run("select_best.py", "choose", "--op-dir", d.op)
     chosen = selection["chosen"]
-    saved = json.loads((d.op / "docs/perf/candidates.json").read_text())
+    saved = fsio.read_json(d.op / "docs/perf/candidates.json", what="candidate register")
     copy = next(c["saved_copy"] for c in saved["candidates"] if c["version_id"] == chosen)
     shutil.copyfile(d.op / copy / TEST_FILE, d.op / TEST_FILE)
     # no new correctness run: the chosen version's recorded run has exactly this code hash (P5 accepts it)

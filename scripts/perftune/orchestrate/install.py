@@ -146,6 +146,8 @@ def read_manifest(root: Path) -> dict | None:
 def install(plugin_root: Path, meta: dict, *, host: str, level: str, dest: Path, stamp: str) -> dict:
     """Render and copy the plugin into the host's folders; returns the manifest written."""
     root = config_root(host, level, dest)
+    if not dest.is_dir():
+        raise ContractError(dest, "--dest", "is not a directory", "create the project folder first or fix the path")
     existing = read_manifest(root)
     if existing is not None and existing.get("name") != meta["name"]:
         raise ContractError(root / MANIFEST_NAME, "name", f"belongs to {existing.get('name')!r}",

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import fsio
-from ..errors import ContractError
+from ..errors import REQUIRED_PACKAGES, ContractError
 from .import_probe import ImportProbe, probe_import
 from .pysource import Evidence, PySource, params
 from .results import BLOCKED, FAIL, NA, PASS, GateResult, Stage4Result, render_text
@@ -35,7 +35,7 @@ __all__ = ["GATES", "OperatorSources", "SourceFile", "Stage4Result", "evaluate",
 CPU_REASON = "cpu backend operator (no pypto_pro import)"
 PRO_MODULE = "pypto_pro.language"
 PRO_JIT = PRO_MODULE + ".jit"
-ENV_MODULES = ("pypto_pro", "torch_npu", "torch")
+ENV_MODULES = ("pypto_pro", "torch_npu", "torch") + REQUIRED_PACKAGES  # missing: env_error
 FORBIDDEN_PRECISION = ("assert_close", "atol_override")
 MIN_TESTS = 4
 DEFAULT_IMPORT_TIMEOUT_S = 120.0
