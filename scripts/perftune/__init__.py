@@ -7,7 +7,8 @@ Each subpackage's ``__init__`` names what it may import; tests/test_layering.py 
 The thin CLIs in ``scripts/`` parse arguments, call one library function and map the result to
 an exit code.
 
-May import: (the shared ground imports only itself: argv and fsio may import errors)
+May import: (the shared ground imports only itself: argv and fsio may import errors; this root
+imports errors to install the import guard)
 """
 
 __version__ = "0.2.0"
