@@ -3,7 +3,7 @@
 
 Reads the Claude Code hook event (JSON) on stdin. Only Edit/Write/MultiEdit of a file named
 `test_<op>.py` whose directory holds a `SPEC.md` (an operator directory) triggers the check:
-`python scripts/stage4_gates.py --op-dir DIR --op <op> --json` of this plugin.
+`python3 scripts/stage4_gates.py --op-dir DIR --op <op> --json` of this plugin.
 - gates pass (exit 0): silent, exit 0;
 - a gate FAILs or is blocked, or the gates cannot run (script missing, contract error, timeout):
   the summary goes to stderr with exit 2, which Claude Code feeds back to the model (the edit has

@@ -16,7 +16,7 @@ usage:
   demo.py [--workdir DIR] [--keep] [--json]
 
 example:
-  python scripts/demo.py --workdir /tmp/stage5_demo --keep
+  python3 scripts/demo.py --workdir /tmp/stage5_demo --keep
 
 exit codes: stage5_check's (0 PASSED, 1 FAILED); 2 when a step's script is missing or a step
 fails on a contract error (the message names the step and its log); 3 environment error.

@@ -13,7 +13,7 @@ usage:
   freeze_cases.py show --op-dir DIR [--json]
 
 example:
-  python scripts/freeze_cases.py freeze --op-dir custom/rmsnorm --target-case-ids b4_h4096_fp32 \
+  python3 scripts/freeze_cases.py freeze --op-dir custom/rmsnorm --target-case-ids b4_h4096_fp32 \
       --selection-mode user_selected --backend cpu --op-name rmsnorm_wrapper --repeats 10
 
 exit codes: 0 ok, 2 usage/contract error (message names file, field and fix).

@@ -50,7 +50,7 @@ def test_project_install_copies_renders_and_records(tmp_path):
     for md in root.rglob("*.md"):
         assert "${CLAUDE_PLUGIN_ROOT}" not in md.read_text(), md
     skill = (root / "skills" / "pypto-pro-op-perf-tune" / "SKILL.md").read_text()
-    assert f"python {brand.as_posix()}/scripts/check_correctness.py --op-dir DIR --json" in skill
+    assert re.search(rf"python3? {re.escape(brand.as_posix())}/scripts/check_correctness.py --op-dir DIR --json", skill)
     for record in manifest["files"]:
         assert sha256_file(tmp_path / record["path"]) == record["sha256"], record
 
