@@ -10,6 +10,8 @@ Rules (owners: references/orchestration.md OR-1/SA-2, skill pypto-pro-op-perf-tu
   scripts/orchestrator_state.py writes it.
 - Same tools on `PERFORMANCE_CASES.json` or `GOLDEN_PERF_REPORT.json/.md`: always blocked; they
   are written only by freeze_cases.py and collect_golden_reference.py and are frozen once written.
+- Same tools on a stage check verdict `stage<N>_check.json` (N = 1..5): always blocked; only
+  validate_stage.py and stage5_check.py write them, and complete_stage trusts them.
 - Same tools on `SPEC.md`, `KB_SELECTION.json`, `module_interfaces.yaml` or `*_golden*.py`:
   blocked once a `PERFORMANCE_CASES.json` exists in the operator directory (the nearest ancestor
   directory of the file that holds one, up to four levels up).
@@ -52,6 +54,7 @@ SCRIPT_OWNED = {
     "GOLDEN_PERF_REPORT.md": "collect_golden_reference.py",
     "FROZEN_INPUTS.json": "freeze_cases.py",
 }
+CHECK_FILE = re.compile(r"^stage[1-5]_check\.json$")   # verdicts: validate_stage.py / stage5_check.py only
 FROZEN_ONCE_MANIFEST = ("SPEC.md", "KB_SELECTION.json", "module_interfaces.yaml", "*_golden*.py")
 EDIT_TOOLS = ("Edit", "Write", "MultiEdit", "NotebookEdit")
 ANCESTOR_LEVELS = 4
@@ -102,6 +105,9 @@ def _name_verdict(candidate: Path, shown) -> str | None:
     if name == STATE_FILE.casefold():
         return (f"{shown}: {STATE_FILE} is written only by orchestrator_state.py, never by a tool "
                 "edit (OR-1, SA-2); report the result and let the orchestrator run the action")
+    if CHECK_FILE.match(name):
+        return (f"{shown}: a stage check verdict is written only by validate_stage.py or stage5_check.py "
+                "(complete_stage trusts it); run the check instead")
     owned = {key.casefold(): owner for key, owner in SCRIPT_OWNED.items()}
     if name in owned:
         return (f"{shown}: written only by {owned[name]} and frozen once written (S5-1); "

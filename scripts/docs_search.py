@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
-"""Ranked keyword search (BM25) over the plugin references and the local PyPTO docs cache.
+"""Ranked keyword search (SQLite FTS5 bm25) over the plugin references and the local PyPTO docs cache.
 
 Default corpus: the plugin's references/ and skills/*/references/, plus (when PYPTO_DEVKIT_DIR is
 set) the cache's docs/pypto_pro/api/, guides and pro_ops/ samples. `--root DIR ...` searches those
 folders instead. Markdown is chunked by heading, Python by top-level def/class; each result has
 file, heading, line (of the heading), snippet_line, snippet and score. Equal scores are ordered by
-root, file and line. Ranking rules and READY: scripts/perftune/orchestrate/docs_index.py.
+root, file and line. The index persists in $PERFTUNE_CACHE_DIR (default ~/.cache/pypto-perftune/
+docs-index, never the plugin folder) and is refreshed by file hash on every call. Ranking rules,
+cache and READY: scripts/perftune/orchestrate/docs_index.py.
 
 `--check` reports whether the PYPTO_DEVKIT_DIR cache is READY (exit 0) or NEED_PROVISION (exit 4,
 with what is missing); provisioning is the docs skill's job, never this script's.
@@ -55,17 +57,17 @@ def main(argv=None) -> int:
         raise ContractError("docs_search.py", "arguments", "need a non-empty QUERY and --limit >= 1",
                             "see docs_search.py --help")
     roots = docs_index.explicit_roots(args.root) if args.root else docs_index.default_roots(devkit_dir=devkit)
-    index = docs_index.Index(docs_index.load_chunks(roots))
+    index, cache = docs_index.open_index(roots)
     hits = index.search(query, args.limit)
     if args.json:
-        print(fsio.dumps({"query": query, "roots": [str(r.path) for r in roots], "chunks": len(index.chunks),
-                          "results": [asdict(h) for h in hits]}), end="")
+        print(fsio.dumps({"query": query, "roots": [str(r.path) for r in roots], "chunks": index.size,
+                          "index": {"cache": cache["cache"], "files": cache["files"]}, "results": [asdict(h) for h in hits]}), end="")
         return 0
     for rank, hit in enumerate(hits, start=1):
         print(f"{rank}. {hit.file}:{hit.line}  [{hit.heading}]  score {hit.score:.3f}")
         print(f"   {hit.snippet_line}: {hit.snippet}")
     if not hits:
-        print(f"no results for {query!r} in {len(index.chunks)} chunks")
+        print(f"no results for {query!r} in {index.size} chunks")
     return 0
 
 

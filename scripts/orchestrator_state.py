@@ -19,7 +19,8 @@ from __future__ import annotations
 import sys
 
 from perftune import fsio
-from perftune.orchestrate import state
+from perftune.contract import protocol
+from perftune.orchestrate import stage_gate, state
 from perftune.argv import add_json_flag, parser_from_doc
 from perftune.errors import FAILURE_CATEGORIES, run_cli
 
@@ -29,7 +30,7 @@ CATEGORY = ("--failure-category", dict(choices=state.ROLLBACK_CATEGORIES))
 ACTIONS = {
     "init": ("start a new run", [("--operator", dict(dest="operator_name", help="default: op dir name"))]),
     "start_stage": ("start a pending/failed stage whose predecessor is completed", [STAGE]),
-    "complete_stage": ("complete the current stage (after a verifier PASS)", [STAGE]),
+    "complete_stage": ("complete the current stage (its check file says PASS for the current files)", [STAGE]),
     "fail_stage": ("mark the current stage failed", [STAGE, REASON]),
     "record_artifact_hash": ("hash SPEC.md/<op>_golden.py/DESIGN.md",
                              [("--name", dict(required=True, choices=sorted(state.ARTIFACT_OWNER)))]),
@@ -45,6 +46,13 @@ ACTIONS = {
     "fail_module": ("record a module-check FAIL (blocked at the cap)", [
         MODULE, ("--failure-category", dict(required=True, choices=FAILURE_CATEGORIES)),
         ("--failing-module-boundary", dict(type=int)), ("--last-error", dict(help="raw error text"))]),
+    "confirm_stage5_entry": ("record the Stage 5 entry confirmation and frozen target (OR-5, OR-6)", [
+        ("--authorization", dict(required=True, choices=stage_gate.AUTHORIZATIONS,
+                                 help="requested: the user asked for perf work; autonomous: the user "
+                                      "authorised autonomous execution; answered: the user said yes when asked")),
+        ("--evidence", dict(required=True, help="the user's words, verbatim")),
+        ("--target-case-ids", dict(nargs="+", required=True)),
+        ("--selection-mode", dict(required=True, choices=protocol.SELECTION_MODES))]),
     "show": ("print the state as a table (read-only)", []),
 }
 

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import copy
 import json
+import shutil
 from pathlib import Path
 
 import pytest
+import yaml
 
-from conftest import run_script
+from conftest import EXAMPLE, run_script
 from perftune.contract import schemas
 
 
@@ -55,14 +57,24 @@ def artefacts(demo_delivery, tmp_path_factory) -> dict[str, object]:
     assert proc.returncode == 0, proc.stderr
     out["orchestrator_state"] = json.loads((state_op / ".orchestrator_state.json").read_text())
     out["performance_cases_v1"] = V1_MANIFEST
+    for name, file in (("kb_selection", "KB_SELECTION.json"), ("design_bindings", "DESIGN_BINDINGS.json"),
+                       ("kb_usage", "KB_USAGE.json")):
+        out[name] = json.loads((EXAMPLE / file).read_text())
+    out["module_interfaces"] = yaml.safe_load((EXAMPLE / "module_interfaces.yaml").read_text())
+    checked = work / "checked" / "softmax"
+    shutil.copytree(EXAMPLE, checked, ignore=shutil.ignore_patterns("variants", "__pycache__", "docs"))
+    proc = run_script("validate_stage.py", "3", "--op-dir", checked)
+    assert proc.returncode == 0, proc.stdout
+    out["stage_check"] = json.loads((checked / "docs/stages/stage3_check.json").read_text())
     return out
 
 
 def test_every_schema_has_a_real_example_here():
     assert sorted(schemas.available()) == sorted([
-        "candidates", "collection", "correctness", "env_report", "evidence_status", "golden_perf_report", "ledger",
-        "measurement", "orchestrator_state", "performance", "performance_cases", "performance_cases_v1", "platform",
-        "quick_compare", "quick_performance", "selection", "stage5_check", "terminal_evidence"])
+        "candidates", "collection", "correctness", "design_bindings", "env_report", "evidence_status",
+        "golden_perf_report", "kb_selection", "kb_usage", "ledger", "measurement", "module_interfaces",
+        "orchestrator_state", "performance", "performance_cases", "performance_cases_v1", "platform",
+        "quick_compare", "quick_performance", "selection", "stage5_check", "stage_check", "terminal_evidence"])
 
 
 @pytest.mark.parametrize("name", schemas.available())

@@ -4,15 +4,18 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from conftest import SCRIPTS, assert_one_line_error
 
 CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "docs"
+CACHE = tempfile.mkdtemp(prefix="perftune-docs-cache-")   # never the user's cache
 
 
 def search(*args, devkit=None):
     env = {k: v for k, v in os.environ.items() if k != "PYPTO_DEVKIT_DIR"}
+    env["PERFTUNE_CACHE_DIR"] = CACHE
     if devkit is not None:
         env["PYPTO_DEVKIT_DIR"] = str(devkit)
     return subprocess.run([sys.executable, str(SCRIPTS / "docs_search.py"), *map(str, args)], env=env,
@@ -34,6 +37,7 @@ def test_json_results_over_explicit_roots():
     assert (top["file"], top["heading"], top["line"]) == ("docs/pypto_pro/api/cross_core.md",
                                                           "set_cross_core and wait_cross_core", 3)
     assert set(top) == {"file", "path", "heading", "line", "snippet", "snippet_line", "score"}
+    assert out["index"]["cache"].startswith(CACHE) and out["index"]["files"] == 13
     again = search("cross", "core", "event", "--root", CORPUS / "references", CORPUS / "devkit", "--limit", "2",
                    "--json")
     assert again.stdout == proc.stdout

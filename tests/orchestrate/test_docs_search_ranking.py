@@ -39,15 +39,33 @@ def test_python_chunks_by_top_level_definition():
 
 
 def test_bm25_exact_scores():
+    """Re-derived for SQLite FTS5 bm25() (issue 21): per phrase idf = ln((N - n + 0.5) / (n + 0.5)) floored
+    at 1e-6, term frequency = sum of column weight x occurrences (heading 3, body 1), document length =
+    all tokens of the row (unweighted), k1 = 1.2, b = 0.75; the score shown is the negated bm25()."""
     chunks = [Chunk(0, "a.md", "/a.md", "alpha", 1, ("alpha beta",)),
-              Chunk(0, "b.md", "/b.md", "gamma", 1, ("beta beta",))]
-    idx = Index(chunks)  # both chunks have 4 tokens (heading twice), so every length norm is 1.2
-    assert idx.scores("alpha").tolist() == pytest.approx([math.log(2) * 3 * 2.2 / 4.2, 0.0], rel=1e-12)
-    assert idx.scores("beta").tolist() == pytest.approx([math.log(1.2) * 2.2 / 2.2, math.log(1.2) * 4.4 / 3.2],
-                                                        rel=1e-12)
+              Chunk(0, "b.md", "/b.md", "gamma", 1, ("beta beta",)),
+              Chunk(0, "c.md", "/c.md", "delta", 1, ("epsilon zeta",))]
+    idx = Index(chunks)  # every row has 3 tokens, so every length norm is 1.2
+    idf_alpha, idf_beta = math.log(2.5 / 1.5), 1e-6  # beta is in 2 of 3 rows: ln(1.5 / 2.5) < 0 -> floor
+    assert idx.scores("alpha").tolist() == pytest.approx([idf_alpha * 4 * 2.2 / 5.2, 0.0, 0.0], rel=1e-9)
+    assert idx.scores("beta").tolist() == pytest.approx([idf_beta * 2.2 / 2.2, idf_beta * 4.4 / 3.2, 0.0], rel=1e-6)
     assert idx.scores("alpha alpha ALPHA").tolist() == idx.scores("alpha").tolist()  # distinct terms only
     assert [h.file for h in idx.search("beta")] == ["b.md", "a.md"]
-    assert idx.search("delta") == []
+    assert idx.search("omega") == []
+
+
+def test_identifiers_match_by_whole_name_and_by_parts():
+    chunks = [Chunk(0, "a.md", "/a", "h", 1, ("call make_tile_group here",)),
+              Chunk(0, "b.md", "/b", "h", 1, ("make a tile for the group",)),
+              Chunk(0, "c.md", "/c", "h", 1, ("nothing relevant at all",))]
+    idx = Index(chunks)
+    assert docs_index.match_expression("pl.make_tile_group") == '"pl" OR "make tile group" OR "make" OR "tile" OR "group"'
+    assert [h.file for h in idx.search("make_tile_group")] == ["a.md", "b.md"]
+    assert [h.file for h in idx.search("group")] == ["a.md", "b.md"]
+
+
+def test_cjk_is_stored_as_characters_and_pairs():
+    assert docs_index.segment("按行切分 tile") == " 按 行 切 分 按行 行切 切分  tile"
 
 
 def test_equal_scores_are_ordered_by_root_file_and_line():

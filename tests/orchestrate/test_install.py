@@ -36,7 +36,9 @@ def test_project_install_copies_renders_and_records(tmp_path):
     brand = root / NAME
     assert manifest["brand_dir"] == brand.as_posix() and manifest["tool"] == "claude"
     assert manifest["installed_agents"] == sorted(Path(a).stem for a in META["agents"])
-    assert manifest["installed_skills"] == ["pypto-docs-search", "pypto-pro-environment-check", "pypto-pro-op-perf-tune"]
+    assert manifest["installed_skills"] == ["pypto-docs-search", "pypto-pro-environment-check", "pypto-pro-golden-generate",
+                                           "pypto-pro-op-design", "pypto-pro-op-develop", "pypto-pro-op-perf-tune",
+                                           "pypto-pro-op-plan"]
     on_disk = json.loads((root / "cannbot-manifest.json").read_text())
     assert on_disk == manifest and len(manifest["files"]) == len({f["path"] for f in manifest["files"]})
     for rel in ("agents/pypto-pro-op-optimizer.md", "skills/pypto-pro-op-perf-tune/SKILL.md",

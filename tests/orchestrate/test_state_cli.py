@@ -28,6 +28,13 @@ def state_file(op_dir):
     return op_dir / ".orchestrator_state.json"
 
 
+def complete(op_dir, stage):
+    """The real order: the stage check PASSes for the current files, then complete_stage."""
+    proc = run_script("validate_stage.py", stage, "--op-dir", op_dir)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return ok(op_dir, "complete_stage", "--stage", stage)
+
+
 def test_help_explains_itself():
     proc = run_script("orchestrator_state.py", "--help")
     assert proc.returncode == 0 and "example:" in proc.stdout and "rollback_to_stage" in proc.stdout
@@ -36,12 +43,14 @@ def test_help_explains_itself():
 def test_l1_walk_spec_freeze_and_refusals_through_the_cli(op_dir):
     st = ok(op_dir, "init")
     assert st["operator_name"] == "softmax" and st["stage_status"]["1"] == "in_progress"
-    st = ok(op_dir, "complete_stage", "--stage", "1")
+    assert_one_line_error(cli(op_dir, "complete_stage", "--stage", "1"), 2, "guard:complete_stage.check_pass",
+                          "docs/stages/stage1_check.json does not exist")
+    st = complete(op_dir, "1")
     assert st["artifact_hashes"]["spec_md"] == hashlib.sha256((op_dir / "SPEC.md").read_bytes()).hexdigest()
     st = ok(op_dir, "record_artifact_hash", "--name", "golden_py")
     golden = hashlib.sha256((op_dir / "softmax_golden.py").read_bytes()).hexdigest()
     assert st["artifact_hashes"]["golden_py"] == golden
-    ok(op_dir, "complete_stage", "--stage", "2")
+    complete(op_dir, "2")
     (op_dir / "SPEC.md").write_text((op_dir / "SPEC.md").read_text() + "\nextra P0 case\n")
     before = state_file(op_dir).read_bytes()
     proc = cli(op_dir, "complete_stage", "--stage", "3")
@@ -50,7 +59,7 @@ def test_l1_walk_spec_freeze_and_refusals_through_the_cli(op_dir):
     assert state_file(op_dir).read_bytes() == before
     st = ok(op_dir, "rollback_to_stage", "--target-stage", "1", "--reason", "SPEC changed")
     for stage in ("1", "2", "3"):
-        st = ok(op_dir, "complete_stage", "--stage", stage)
+        st = complete(op_dir, stage)
     st = ok(op_dir, "plan_stage4", "--module-count", "2", "--is-fusion", "true", "--max-cycles", "4")
     assert st["stage4_path"] == "L1"
     for k in ("1", "2"):
@@ -62,14 +71,20 @@ def test_l1_walk_spec_freeze_and_refusals_through_the_cli(op_dir):
             ok(op_dir, "submit_for_verify", "--module", k)
         st = ok(op_dir, "complete_module", "--module", k)
     assert st["stage4_modules"]["modules_verified"] == ["1", "12"]
-    st = ok(op_dir, "complete_stage", "--stage", "4")
+    st = complete(op_dir, "4")
     assert st["current_stage"] == 5 and st["stage_status"]["5"] == "pending"
+    assert_one_line_error(cli(op_dir, "start_stage", "--stage", "5"), 2, "guard:start_stage.entry_confirmed")
+    st = ok(op_dir, "confirm_stage5_entry", "--authorization", "requested", "--evidence",
+            "optimise r64_c4096_fp32 please", "--target-case-ids", "r64_c4096_fp32", "--selection-mode", "user_selected")
+    assert st["stage5_entry"]["target_case_ids"] == ["r64_c4096_fp32"]
     ok(op_dir, "start_stage", "--stage", "5")
     assert_one_line_error(cli(op_dir, "rollback_to_stage", "--target-stage", "3", "--reason", "x"), 2,
                           "guard:rollback_to_stage.stage5_not_started")
-    ok(op_dir, "complete_stage", "--stage", "5")
+    assert_one_line_error(cli(op_dir, "complete_stage", "--stage", "5"), 2, "guard:complete_stage.check_pass",
+                          "docs/perf/stage5_check.json does not exist")
     show = run_script("orchestrator_state.py", "show", "--op-dir", op_dir)
-    assert show.returncode == 0 and "5     completed" in show.stdout and "rollback 3->1" in show.stdout
+    assert show.returncode == 0 and "5     in_progress" in show.stdout and "rollback 3->1" in show.stdout
+    assert "stage 5 entry: requested" in show.stdout
 
 
 def test_only_the_orchestrator_may_write(op_dir):
@@ -106,7 +121,7 @@ def race(op_dir, argv_list):
 def test_concurrent_callers_lose_nothing_and_respect_guards(op_dir):
     ok(op_dir, "init")
     for stage in ("1", "2", "3"):
-        ok(op_dir, "complete_stage", "--stage", stage)
+        complete(op_dir, stage)
     ok(op_dir, "plan_stage4", "--module-count", "2", "--is-fusion", "true", "--max-cycles", "10")
     starts = race(op_dir, [["start_module", "--module", "1"]] * 6)
     assert sorted(p.returncode for p, _, _ in starts) == [0] + [2] * 5

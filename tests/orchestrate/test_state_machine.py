@@ -13,8 +13,9 @@ OTHER = "b" * 64
 NOW = "2025-01-02T03:04:05Z"
 
 
-def act(st, action, spec=SPEC, artifact=None, **params):
-    ctx = state.Context(now=NOW, spec_sha256=spec, artifact_sha256=artifact)
+def act(st, action, spec=SPEC, artifact=None, check=None, **params):
+    """``check`` is the stage-check problem the I/O edge found (None: the check PASSed)."""
+    ctx = state.Context(now=NOW, spec_sha256=spec, artifact_sha256=artifact, check_problem=check)
     new, _ = state.transition(st, action, params, ctx)
     schemas.validate(new, "orchestrator_state")
     return new
@@ -32,7 +33,9 @@ TO_4 = TO_3 + [("complete_stage", {"stage": 3})]
 L1 = TO_4 + [("plan_stage4", {"module_count": 2, "is_fusion": True, "max_cycles": 3})]
 L1_M1 = L1 + [("start_module", {"module": 1})]
 L0_DONE = TO_4 + [("plan_stage4", {"module_count": 1, "is_fusion": False}), ("complete_stage", {"stage": 4})]
-S5 = L0_DONE + [("start_stage", {"stage": 5})]
+ENTRY = ("confirm_stage5_entry", {"authorization": "requested", "evidence": "please optimise it",
+                                  "target_case_ids": ["a"], "selection_mode": "single_p0"})
+S5 = L0_DONE + [ENTRY, ("start_stage", {"stage": 5})]
 
 
 def refused(st, action, guard, **params):
@@ -89,6 +92,16 @@ GUARDS = [
     (L1_M1, "fail_module", "failure_category", {"module": 1, "failure_category": "flaky"}),
     (L1_M1, "fail_module", "failing_module_boundary",
      {"module": 1, "failure_category": "runtime_failure", "failing_module_boundary": 9}),
+    ([], "complete_stage", "check_pass", {"stage": 1, "check": "docs/stages/stage1_check.json does not exist"}),
+    (S5, "complete_stage", "check_pass", {"stage": 5, "check": "the check PASSed for other files"}),
+    (L0_DONE, "start_stage", "entry_confirmed", {"stage": 5}),
+    (TO_4, "confirm_stage5_entry", "stage4_completed", ENTRY[1]),
+    (S5, "confirm_stage5_entry", "stage5_not_running", ENTRY[1]),
+    (L0_DONE, "confirm_stage5_entry", "authorization", {**ENTRY[1], "authorization": "assumed"}),
+    (L0_DONE, "confirm_stage5_entry", "evidence", {**ENTRY[1], "evidence": " "}),
+    (L0_DONE, "confirm_stage5_entry", "target_case_ids", {**ENTRY[1], "target_case_ids": ["a", "a"]}),
+    (L0_DONE, "confirm_stage5_entry", "selection_mode", {**ENTRY[1], "selection_mode": "best_only"}),
+    (L0_DONE, "confirm_stage5_entry", "selection_mode", {**ENTRY[1], "target_case_ids": ["a", "b"]}),
 ]
 
 
@@ -126,6 +139,8 @@ def test_full_l0_walk():
     assert st["stage_status"]["4"] == "in_progress" and st["stage_retry_count"]["4"] == 1
     assert st["stage4_path"] == "L0" and st["artifact_hashes"]["design_md"] == OTHER
     st = act(st, "complete_stage", stage=4)
+    st = act(st, ENTRY[0], **ENTRY[1])
+    assert st["stage5_entry"] == {**ENTRY[1], "confirmed_at": NOW}
     st = act(st, "start_stage", stage=5)
     st = act(st, "fail_stage", stage=5, reason="msprof crashed")
     assert st["stage_status"]["5"] == "failed" and st["stage_retry_count"]["5"] == 1
@@ -158,6 +173,11 @@ def test_full_l1_walk_with_debug_cycles_and_block():
     st = act(st, "complete_module", module=2)
     assert st["stage4_modules"]["modules_verified"] == ["1", "12"]
     st = act(st, "complete_stage", stage=4)
+    st = act(st, ENTRY[0], **ENTRY[1])
+    st = act(st, "rollback_to_stage", target_stage=4, reason="user withdrew the request")
+    assert st["stage5_entry"] is None  # a confirmation never survives a rollback
+    st = act(st, "complete_stage", stage=4)
+    st = act(st, ENTRY[0], **{**ENTRY[1], "authorization": "autonomous"})
     st = act(st, "start_stage", stage=5)
     st = act(st, "complete_stage", stage=5)
     assert st["stage_status"]["5"] == "completed"

@@ -51,11 +51,16 @@ AGREED: dict[str, dict[str | None, set[str]]] = {
     "perf_report.py": {None: {"--op-dir", "--json"}},
     "stage4_gates.py": {None: {"--op-dir", "--json"}},
     "stage5_check.py": {None: {"--op-dir", "--target-case-ids", "--selection-mode", "--json"}},
-    "orchestrator_state.py": {PLACEHOLDER: {"--op-dir", "--actor"}, "show": {"--op-dir", "--json"}},
+    "orchestrator_state.py": {PLACEHOLDER: {"--op-dir", "--actor"}, "show": {"--op-dir", "--json"},
+                              "confirm_stage5_entry": {"--op-dir", "--actor", "--authorization", "--evidence",
+                                                       "--target-case-ids", "--selection-mode"}},
+    "validate_stage.py": {None: {"--op-dir", "--op", "--json"}},
+    "new_operator.py": {None: {"--op", "--dir", "--json"}},
     "env_check.py": {None: {"--json"}},
     "docs_search.py": {None: {"--json", "--check"}},
     "demo.py": {None: {"--workdir", "--json", "--keep"}},
     "terminal_evidence.py": {"build": {"--op-dir", "--round", "--platform", "--json"}, "probe": {"--output"}},
+    "cases.py": {None: {"--op-type", "--bound", "--json"}},
 }
 
 

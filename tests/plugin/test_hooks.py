@@ -73,6 +73,10 @@ def test_frozen_golden_and_nested_kb_selection_are_blocked(op_dir):
     assert_blocked(guard("pre_write_kb_selection_nested.json", op_dir), "KB_SELECTION.json")
 
 
+def test_a_stage_check_verdict_is_never_written_by_a_tool(op_dir):
+    assert_blocked(guard("pre_write_stage_check.json", op_dir), "stage4_check.json", "validate_stage.py")
+
+
 def test_normal_edits_stay_allowed_after_freeze(op_dir):
     freeze_example(op_dir)
     assert_allowed(guard("pre_multiedit_test.json", op_dir))

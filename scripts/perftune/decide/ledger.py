@@ -87,8 +87,8 @@ def _history(ledger: dict, *, at: str, actor: str, action: str, old: str | None,
 
 def new_item(src: SourceItem, ledger: dict, *, at: str, actor: str, action: str = "init",
              hypothesis: str | None = None) -> dict[str, Any]:
-    """A fresh ``pending`` item for an enumerated (or derived) source."""
-    return {
+    """A fresh ``pending`` item for an enumerated (or derived) source (with its gates, if any)."""
+    item = {
         "item_id": src.item_id, "source_kind": src.source_kind, "title": src.title,
         "source_ref": {"file": src.file, "anchor": src.anchor, "sha256": src.sha256},
         "case_scope": list(src.case_scope), "applicability": {"state": "to_be_proven", "grounds": ""},
@@ -100,6 +100,9 @@ def new_item(src: SourceItem, ledger: dict, *, at: str, actor: str, action: str 
         "history": [_history(ledger, at=at, actor=actor, action=action, old=None, new="pending",
                              note=f"enumerated from {src.file}#{src.anchor}")],
     }
+    if src.gates:
+        item["gates"] = dict(src.gates)
+    return item
 
 
 def init_ledger(enum: Enumeration, *, at: str, actor: str) -> dict[str, Any]:
@@ -154,6 +157,11 @@ def closing_problems(item: dict) -> list[str]:
             found.append(f"{status} needs a correctness run id (evidence.correctness)")
         if not ev["formal"]:
             found.append(f"{status} needs a formal collection id (evidence.formal)")
+    if status == "not_applicable" and item.get("gates"):
+        grounds = item["applicability"]["grounds"]
+        if not any(f"gate:{key}" in grounds for key in item["gates"]):
+            names = ", ".join(f"gate:{key}" for key in item["gates"])
+            found.append(f"not_applicable needs applicability grounds naming the failed gate ({names})")
     if status == "rejected":
         if not reason:
             found.append("rejected needs a reason_code")

@@ -13,6 +13,10 @@ The four preset sources (DESIGN §4.5) are enumerated mechanically, never by sca
 
 A missing source file is a contract error (missing is never zero); an INDEX whose table has no
 enumerable row records a count of 0. The formats are documented in docs/ledger.md.
+
+Gates: an item's applicability gates are read from its file (:func:`parse_gates`): the bullets
+``- **key**: text`` of a markdown ``## Gates`` section, or the ``# Gates: key=text; ...`` header
+comment of a template. A file without gates yields none (the item then carries no ``gates``).
 """
 
 from __future__ import annotations
@@ -32,6 +36,8 @@ INDEX_DIRS = {"general_method": "general-methods", "knowledge_card": "knowledge-
 SELECTION_FIELDS = ("optional_patterns", "required_constraints")
 REQUIREMENT_KINDS = ("obligation", "precondition", "validation_scope")
 INDEX_COLUMNS = ("id", "title", "lifecycle", "optimization_eligible", "file")
+GATE_KEYS = ("platform", "dtype", "shape", "bound")
+_MD_GATE = re.compile(r"^- \*\*(\w+)\*\*: *(\S.*)$")
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 
 
@@ -47,6 +53,7 @@ class SourceItem:
     sha256: str
     case_scope: tuple[str, ...]
     expected_metric: str
+    gates: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -165,6 +172,27 @@ def parse_index(text: str, source: str = "INDEX.md") -> list[IndexRow]:
     return rows
 
 
+def parse_gates(text: str) -> tuple[tuple[str, str], ...]:
+    """(key, text) gates of an item file, in :data:`GATE_KEYS` order (pure; empty when none)."""
+    found: dict[str, str] = {}
+    lines = text.splitlines()
+    if text.startswith("# template-"):
+        header = " ".join(ln.lstrip("#").strip() for ln in lines if ln.startswith("#"))
+        match = re.search(r"Gates:(.*?)(?:Source:|$)", header)
+        for part in (match.group(1).split(";") if match else []):
+            key, _, value = part.partition("=")
+            if value.strip():
+                found[key.strip()] = value.strip().rstrip(".")
+    else:
+        inside = False
+        for line in lines:
+            if line.startswith("## "):
+                inside = line[3:].strip() == "Gates"
+            elif inside and (m := _MD_GATE.match(line)):
+                found[m.group(1)] = m.group(2).strip()
+    return tuple((k, found[k]) for k in GATE_KEYS if k in found)
+
+
 def _index_items(kind: str, index: Path, op_dir: Path, case_ids: tuple[str, ...]) -> list[SourceItem]:
     text = index.read_text(encoding="utf-8")
     items = []
@@ -176,7 +204,8 @@ def _index_items(kind: str, index: Path, op_dir: Path, case_ids: tuple[str, ...]
         items.append(SourceItem(row.item_id, kind, row.title, fsio.display_path(target, op_dir), row.anchor,
                                 fsio.sha256_file(target), resolve_scope(row.case_scope, case_ids, str(index),
                                                                          f"{row.item_id}.case_scope"),
-                                row.expected_metric))
+                                row.expected_metric,
+                                parse_gates(target.read_text(encoding="utf-8", errors="replace"))))
     return items
 
 

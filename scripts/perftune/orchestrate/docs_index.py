@@ -1,247 +1,211 @@
-"""Ranked keyword search (Okapi BM25) over the plugin references and the local PyPTO docs cache.
+"""Ranked keyword search over the docs corpus (:mod:`.docs_corpus`) on SQLite FTS5, with a cache.
 
-Corpus (default roots, in this order): the plugin's ``references/`` and ``skills/*/references/``,
-then, when ``$PYPTO_DEVKIT_DIR`` is set, its ``docs/pypto_pro/api/``, ``docs/pypto_pro/tutorials/``,
-``docs/guide/programming_guide/pro/``, ``docs/guide/quick_start/pro/``,
-``docs/guide/introduction.md`` and ``pro_ops/`` (official samples). Only ``.md`` and ``.py`` files,
-no symlinks, none above 2 MB.
+Index (SQLite FTS5, ``unicode61`` tokenizer): one row per chunk with an indexed ``heading`` and
+``body``; ``_``, ``.`` and other punctuation separate tokens, so ``make_tile_group`` is indexed as
+``make tile group``. CJK runs are stored as their single characters plus adjacent pairs (``行切分``
+-> ``行 切 分 行切 切分``) — a documented choice over the ``trigram`` tokenizer, which matches no
+term shorter than three characters while most Chinese technical words have two.
 
-Chunks: a markdown file is cut at every heading outside fenced code (text before the first heading
-is a chunk named after the file); a Python file at every top-level ``def``/``class``. A chunk's
-text is its heading (counted twice: headings name the topic) plus its body.
+Query: :func:`~.docs_corpus.tokenize` the query; each distinct token becomes an FTS5 phrase —
+``make_tile_group`` the phrase ``"make tile group"`` (the whole name, adjacent) and ``make``,
+``tile``, ``group`` on their own — joined with ``OR``. Score: FTS5 ``bm25()`` (k1 = 1.2, b = 0.75,
+idf = ln((N - n + 0.5) / (n + 0.5)) floored at 1e-6) with column weights heading 3, body 1, shown
+negated (higher is better). Ties (equal to 1e-9) are ordered by root order, file path, then line.
+The snippet is the chunk line sharing the most query tokens (FTS5 ``snippet()`` would show the
+stored, CJK-segmented text and no line number).
 
-Tokens: lower-cased runs of ``[a-z0-9_]``; an identifier with ``_`` also yields its parts
-(``make_tile_group`` -> ``make_tile_group``, ``make``, ``tile``, ``group``), so both the exact API
-name and its words match; CJK text yields single characters and adjacent pairs.
-
-Score: BM25 with k1 = 1.2, b = 0.75 and idf = ln(1 + (N - df + 0.5) / (df + 0.5)) (never
-negative), summed over the distinct query tokens. Ties (scores equal to 1e-9) are ordered by root
-order, file path, then line, so the output is deterministic.
-
-Cache readiness (:func:`check_cache`, ``docs_search.py --check``): READY when
-``$PYPTO_DEVKIT_DIR`` is a directory holding at least one ``.md`` under ``docs/pypto_pro/api/``, at
-least one ``.md`` in one of the guide folders, and at least one ``.py`` under ``pro_ops/``;
-otherwise NEED_PROVISION with the missing parts. Provisioning itself belongs to the docs skill.
+Cache (:func:`open_index`): one SQLite file per root list in ``$PERFTUNE_CACHE_DIR`` (default
+``$XDG_CACHE_HOME/pypto-perftune/docs-index`` or ``~/.cache/pypto-perftune/docs-index``), never
+inside the plugin root. Each run refreshes it by file: unchanged size and mtime keep the rows, a
+changed file is re-hashed (sha256) and re-chunked only when its hash changed, a vanished file is
+dropped. An unwritable or unreadable cache falls back to an in-memory index (reported).
 """
 
 from __future__ import annotations
 
-import math
+import hashlib
+import json
 import os
 import re
-from collections import Counter, defaultdict
+import sqlite3
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ..errors import ContractError
+from .. import fsio
+from ..errors import ContractError, EnvError
+from .docs_corpus import (DEVKIT_ENV, PLUGIN_ROOT, Chunk, Hit, Root, check_cache, chunk_markdown,
+                          chunk_python, default_roots, explicit_roots, file_chunks, files_of, load_chunks,
+                          tokenize)
 
-PLUGIN_ROOT = Path(__file__).resolve().parents[3]
-DEVKIT_ENV = "PYPTO_DEVKIT_DIR"
-DEVKIT_API = "docs/pypto_pro/api"
-DEVKIT_GUIDES = ("docs/pypto_pro/tutorials", "docs/guide/programming_guide/pro", "docs/guide/quick_start/pro")
-DEVKIT_SAMPLES = "pro_ops"
-DEVKIT_PARTS = (DEVKIT_API, *DEVKIT_GUIDES, "docs/guide/introduction.md", DEVKIT_SAMPLES)
-EXTENSIONS = (".md", ".py")
-MAX_FILE_BYTES = 2 * 1024 * 1024
-K1, B = 1.2, 0.75
-HEADING_WEIGHT = 2
+__all__ = ["DEVKIT_ENV", "Chunk", "Hit", "Index", "Root", "cache_dir", "check_cache", "chunk_markdown",
+           "chunk_python", "default_roots", "explicit_roots", "load_chunks", "match_expression", "open_index",
+           "segment", "tokenize"]
+
+HEADING_WEIGHT, BODY_WEIGHT = 3.0, 1.0
 SNIPPET_CHARS = 200
-
-_WORD = re.compile(r"[a-z0-9_]+|[\u3400-\u9fff]+")
-_HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
-_FENCE = re.compile(r"^\s*(```|~~~)")
-_PY_DEF = re.compile(r"^(?:async\s+def|def|class)\s+([A-Za-z_][A-Za-z0-9_]*)")
-
-
-@dataclass(frozen=True)
-class Root:
-    """A folder (or file) to index; files are shown as ``prefix + path relative to base``."""
-
-    path: Path
-    base: Path
-    prefix: str = ""
+CACHE_ENV = "PERFTUNE_CACHE_DIR"
+CACHE_VERSION = 2
+_CJK = re.compile(r"[\u3400-\u9fff]+")
+_SCHEMA = (
+    "CREATE VIRTUAL TABLE chunks USING fts5(heading, body, root UNINDEXED, file UNINDEXED, "
+    "path UNINDEXED, line UNINDEXED, title UNINDEXED, raw UNINDEXED, tokenize = 'unicode61')",
+    "CREATE TABLE files(path TEXT PRIMARY KEY, size INTEGER, mtime_ns INTEGER, sha256 TEXT, "
+    "first_row INTEGER, rows INTEGER)",
+    "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT)",
+)
 
 
-@dataclass(frozen=True)
-class Chunk:
-    root: int
-    file: str
-    path: str
-    heading: str
-    line: int
-    lines: tuple[str, ...]
+def segment(text: str) -> str:
+    """Text as stored in the FTS5 table: CJK runs become characters plus adjacent pairs."""
+    return _CJK.sub(lambda m: " " + " ".join([*m.group(), *(m.group()[i:i + 2] for i in range(len(m.group()) - 1))]) + " ",
+                    text)
 
 
-@dataclass(frozen=True)
-class Hit:
-    file: str
-    path: str
-    heading: str
-    line: int
-    snippet: str
-    snippet_line: int
-    score: float
-
-
-def tokenize(text: str) -> list[str]:
-    """Search tokens of ``text`` (see the module docstring)."""
-    tokens: list[str] = []
-    for word in _WORD.findall(text.lower()):
-        if word[0] >= "\u3400":
-            tokens.extend(word)
-            tokens.extend(word[i:i + 2] for i in range(len(word) - 1))
-            continue
-        word = word.strip("_")
-        if word:
-            tokens.append(word)
-            if "_" in word:
-                tokens.extend(part for part in word.split("_") if part)
-    return tokens
-
-
-def chunk_markdown(text: str, name: str) -> list[tuple[str, int, list[str]]]:
-    """``(heading, first line, lines)`` per heading section; fenced code never starts a section."""
-    sections: list[tuple[str, int, list[str]]] = [(name, 1, [])]
-    fenced = False
-    for number, line in enumerate(text.splitlines(), start=1):
-        if _FENCE.match(line):
-            fenced = not fenced
-        match = None if fenced else _HEADING.match(line)
-        if match:
-            sections.append((match.group(2).strip(), number, [line]))
-        else:
-            sections[-1][2].append(line)
-    return [s for s in sections if any(l.strip() for l in s[2]) or s[1] > 1]
-
-
-def chunk_python(text: str, name: str) -> list[tuple[str, int, list[str]]]:
-    """``(heading, first line, lines)`` per top-level def/class; the module head is one chunk."""
-    sections: list[tuple[str, int, list[str]]] = [(name, 1, [])]
-    for number, line in enumerate(text.splitlines(), start=1):
-        match = _PY_DEF.match(line)
-        if match:
-            kind = "class" if line.startswith("class") else "def"
-            sections.append((f"{kind} {match.group(1)}", number, [line]))
-        else:
-            sections[-1][2].append(line)
-    return [s for s in sections if any(l.strip() for l in s[2])]
-
-
-def default_roots(plugin_root: Path = PLUGIN_ROOT, devkit_dir: str | None = None) -> list[Root]:
-    """Plugin references first, then the parts of the devkit cache that exist."""
-    roots = [Root(plugin_root / "references", plugin_root)]
-    roots += [Root(p, plugin_root) for p in sorted(plugin_root.glob("skills/*/references"))]
-    if devkit_dir:
-        base = Path(devkit_dir)
-        roots += [Root(base / part, base, f"${DEVKIT_ENV}/") for part in DEVKIT_PARTS]
-    return [r for r in roots if r.path.exists()]
-
-
-def explicit_roots(paths: Sequence[str]) -> list[Root]:
-    """User-given roots (``--root``); each must be an existing directory."""
-    roots = []
-    for text in paths:
-        path = Path(text)
-        if not path.is_dir():
-            raise ContractError(text, "--root", "not a directory", "pass folders that hold .md/.py files")
-        roots.append(Root(path, path))
-    return roots
-
-
-def _files(root: Root) -> Iterable[Path]:
-    if root.path.is_file():
-        yield root.path
-        return
-    for folder, dirs, names in os.walk(root.path):  # symlinked folders are not followed
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        for name in sorted(names):
-            path = Path(folder) / name
-            if path.suffix in EXTENSIONS and not path.is_symlink() and path.stat().st_size <= MAX_FILE_BYTES:
-                yield path
-
-
-def load_chunks(roots: Sequence[Root]) -> list[Chunk]:
-    """Every chunk of every file under ``roots``, in root, file and line order."""
-    chunks = []
-    for index, root in enumerate(roots):
-        for path in _files(root):
-            text = path.read_text(encoding="utf-8", errors="replace")
-            shown = root.prefix + path.relative_to(root.base).as_posix()
-            cut = chunk_python if path.suffix == ".py" else chunk_markdown
-            for heading, line, lines in cut(text, path.name):
-                chunks.append(Chunk(index, shown, str(path.resolve()), heading, line, tuple(lines)))
-    return chunks
+def match_expression(query: str) -> str:
+    """The FTS5 MATCH text for ``query``: each distinct token a quoted phrase, joined with OR."""
+    phrases = [" ".join(t.split("_")) if "_" in t else t for t in dict.fromkeys(tokenize(query))]
+    return " OR ".join(f'"{p}"' for p in dict.fromkeys(phrases))
 
 
 class Index:
-    """A BM25 index over chunks (built once, searched many times)."""
+    """An FTS5 index of chunks: in memory from ``chunks``, or an opened cache connection."""
 
-    def __init__(self, chunks: Sequence[Chunk]) -> None:
-        self.chunks = list(chunks)
-        postings: dict[str, list[tuple[int, int]]] = defaultdict(list)
-        lengths = []
-        for i, chunk in enumerate(self.chunks):
-            tokens = tokenize(chunk.heading) * HEADING_WEIGHT + tokenize("\n".join(chunk.lines))
-            lengths.append(len(tokens))
-            for term, count in Counter(tokens).items():
-                postings[term].append((i, count))
-        self.doc_len = np.asarray(lengths, dtype=float)
-        self.avgdl = float(self.doc_len.mean()) if lengths and self.doc_len.mean() > 0 else 1.0
-        n = len(self.chunks)
-        self.postings = {t: (np.fromiter((i for i, _ in p), dtype=np.int64, count=len(p)),
-                             np.fromiter((c for _, c in p), dtype=float, count=len(p))) for t, p in postings.items()}
-        self.idf = {t: math.log(1.0 + (n - len(p) + 0.5) / (len(p) + 0.5)) for t, p in postings.items()}
+    def __init__(self, chunks: Sequence[Chunk] = (), *, db: sqlite3.Connection | None = None) -> None:
+        self.db = db or _connect(":memory:")
+        if db is None:
+            _insert(self.db, chunks)
+
+    @property
+    def size(self) -> int:
+        return self.db.execute("SELECT count(*) FROM chunks").fetchone()[0]
 
     def scores(self, query: str) -> np.ndarray:
-        """BM25 score of every chunk for ``query`` (0 where no query token occurs)."""
-        scores = np.zeros(len(self.chunks))
-        norm = K1 * (1.0 - B + B * self.doc_len / self.avgdl)
-        for term in dict.fromkeys(tokenize(query)):
-            if term in self.postings:
-                ids, tf = self.postings[term]
-                scores[ids] += self.idf[term] * tf * (K1 + 1.0) / (tf + norm[ids])
+        """Score of every row in rowid order (0 where no query token occurs)."""
+        scores = np.zeros(self.size)
+        expr = match_expression(query)
+        if expr:
+            sql = f"SELECT rowid, -bm25(chunks, {HEADING_WEIGHT}, {BODY_WEIGHT}) FROM chunks WHERE chunks MATCH ?"
+            for rowid, score in self.db.execute(sql, (expr,)):
+                scores[rowid - 1] = score
         return scores
 
     def search(self, query: str, limit: int = 10) -> list[Hit]:
         """The ``limit`` best chunks, best first, deterministic tie order."""
-        scores = self.scores(query)
-        found = [int(i) for i in np.nonzero(scores > 0)[0]]
-        key = lambda i: (-round(float(scores[i]), 9), self.chunks[i].root, self.chunks[i].file, self.chunks[i].line)  # noqa: E731
-        terms = set(tokenize(query))
-        return [self._hit(self.chunks[i], float(scores[i]), terms) for i in sorted(found, key=key)[:limit]]
-
-    @staticmethod
-    def _hit(chunk: Chunk, score: float, terms: set[str]) -> Hit:
-        best, best_count = 0, -1
-        for offset, line in enumerate(chunk.lines):
-            count = len(terms & set(tokenize(line)))
-            if count > best_count and line.strip():
-                best, best_count = offset, count
-        text = " ".join(chunk.lines[best].split()) if chunk.lines else ""
-        snippet = text if len(text) <= SNIPPET_CHARS else text[:SNIPPET_CHARS - 3] + "..."
-        return Hit(chunk.file, chunk.path, chunk.heading, chunk.line, snippet, chunk.line + best, round(score, 6))
+        expr = match_expression(query)
+        if not expr:
+            return []
+        top = self.db.execute(
+            f"SELECT rowid, -bm25(chunks, {HEADING_WEIGHT}, {BODY_WEIGHT}) AS s FROM chunks WHERE chunks MATCH ? "
+            "ORDER BY round(s, 9) DESC, root, file, line LIMIT ?", (expr, limit)).fetchall()
+        terms = set(tokenize(query))   # text columns are read for the top rows only (the sort stays narrow)
+        text = "SELECT title, file, path, line, raw FROM chunks WHERE rowid = ?"
+        return [_hit(*self.db.execute(text, (rowid,)).fetchone(), score, terms) for rowid, score in top]
 
 
-def _has(folder: Path, suffix: str) -> bool:
-    return folder.is_dir() and any(p.suffix == suffix and p.is_file() for p in folder.rglob(f"*{suffix}"))
+def _hit(heading: str, file: str, path: str, line: int, raw: str, score: float, terms: set[str]) -> Hit:
+    lines, line = raw.split("\n") if raw else [], int(line)
+    best, best_count = 0, -1
+    for offset, text in enumerate(lines):
+        count = len(terms & set(tokenize(text)))
+        if count > best_count and text.strip():
+            best, best_count = offset, count
+    text = " ".join(lines[best].split()) if lines else ""
+    snippet = text if len(text) <= SNIPPET_CHARS else text[:SNIPPET_CHARS - 3] + "..."
+    return Hit(file, path, heading, line, snippet, line + best, round(score, 6))
 
 
-def check_cache(devkit_dir: str | None) -> dict[str, Any]:
-    """READY / NEED_PROVISION for the devkit docs cache, with the missing parts."""
-    if not devkit_dir:
-        return {"dir": "", "status": "NEED_PROVISION", "missing": [f"${DEVKIT_ENV} is not set"]}
-    base = Path(devkit_dir)
-    if not base.is_dir():
-        return {"dir": str(base), "status": "NEED_PROVISION", "missing": [f"{base} is not a directory"]}
-    missing = []
-    if not _has(base / DEVKIT_API, ".md"):
-        missing.append(f"{DEVKIT_API}/*.md")
-    if not any(_has(base / g, ".md") for g in DEVKIT_GUIDES):
-        missing.append("a guide folder (" + " | ".join(f"{g}/*.md" for g in DEVKIT_GUIDES) + ")")
-    if not _has(base / DEVKIT_SAMPLES, ".py"):
-        missing.append(f"{DEVKIT_SAMPLES}/*.py")
-    return {"dir": str(base), "status": "NEED_PROVISION" if missing else "READY", "missing": missing}
+def _connect(target: str | Path) -> sqlite3.Connection:
+    db = sqlite3.connect(str(target), timeout=60, isolation_level=None)
+    if not db.execute("SELECT name FROM sqlite_master WHERE name = 'meta'").fetchone():
+        db.execute("BEGIN IMMEDIATE")
+        if not db.execute("SELECT name FROM sqlite_master WHERE name = 'meta'").fetchone():
+            try:
+                for statement in _SCHEMA:
+                    db.execute(statement)
+            except sqlite3.OperationalError as exc:
+                if "fts5" not in str(exc):
+                    raise
+                raise EnvError("sqlite3", "fts5", f"SQLite {sqlite3.sqlite_version} has no FTS5 module",
+                               "use a Python whose sqlite3 is built with FTS5 (python.org and distro builds are)") from exc
+            db.execute("INSERT INTO meta VALUES ('version', ?)", (str(CACHE_VERSION),))
+        db.execute("COMMIT")
+    return db
+
+
+def _insert(db: sqlite3.Connection, chunks: Iterable[Chunk]) -> tuple[int, int]:
+    """Append ``chunks``; returns (first rowid, count)."""
+    first = (db.execute("SELECT max(rowid) FROM chunks").fetchone()[0] or 0) + 1
+    rows = [(segment(c.heading), segment("\n".join(c.lines)), c.root, c.file, c.path, c.line, c.heading,
+             "\n".join(c.lines)) for c in chunks]
+    db.executemany("INSERT INTO chunks(rowid, heading, body, root, file, path, line, title, raw) "
+                   "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                   [(first + i, *row) for i, row in enumerate(rows)])
+    return first, len(rows)
+
+
+def cache_dir(plugin_root: Path = PLUGIN_ROOT) -> Path:
+    """Where index files live: ``$PERFTUNE_CACHE_DIR`` or the user cache; never inside the plugin."""
+    if os.environ.get(CACHE_ENV):
+        folder = Path(os.environ[CACHE_ENV])
+    else:
+        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+        folder = base / "pypto-perftune" / "docs-index"
+    resolved = folder.resolve()
+    if resolved == plugin_root.resolve() or plugin_root.resolve() in resolved.parents:
+        raise ContractError(folder, CACHE_ENV, "the index cache is inside the plugin root",
+                            "point PERFTUNE_CACHE_DIR outside the plugin (the plugin folder stays read-only)")
+    return folder
+
+
+def open_index(roots: Sequence[Root], folder: Path | None = None) -> tuple[Index, dict[str, Any]]:
+    """The cached index of ``roots``, refreshed by file (see the module docstring), and what changed."""
+    folder = cache_dir() if folder is None else folder
+    key = json.dumps([CACHE_VERSION, [[str(r.path.resolve()), str(r.base.resolve()), r.prefix] for r in roots]])
+    target = folder / f"{hashlib.sha256(key.encode()).hexdigest()[:16]}.sqlite"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        db = _connect(target)
+        stats = _refresh(db, roots)
+        stats["cache"] = str(target)
+    except (OSError, sqlite3.DatabaseError) as exc:
+        db = _connect(":memory:")
+        stats = _refresh(db, roots)
+        stats["cache"] = None
+        stats["cache_error"] = f"{target}: {exc}"
+    return Index(db=db), stats
+
+
+def _refresh(db: sqlite3.Connection, roots: Sequence[Root]) -> dict[str, Any]:
+    stats = {"files": 0, "reindexed": 0, "removed": 0}
+    db.execute("BEGIN IMMEDIATE")
+    known = {row[0]: row[1:] for row in db.execute("SELECT path, size, mtime_ns, sha256, first_row, rows FROM files")}
+    seen = set()
+    for index, root in enumerate(roots):
+        for path in files_of(root):
+            resolved = str(path.resolve())
+            seen.add(resolved)
+            stats["files"] += 1
+            st = path.stat()
+            old = known.get(resolved)
+            if old and old[:2] == (st.st_size, st.st_mtime_ns):
+                continue
+            digest = fsio.sha256_file(path)
+            if old and old[2] == digest:
+                db.execute("UPDATE files SET size = ?, mtime_ns = ? WHERE path = ?", (st.st_size, st.st_mtime_ns, resolved))
+                continue
+            if old:
+                db.execute("DELETE FROM chunks WHERE rowid BETWEEN ? AND ?", (old[3], old[3] + old[4] - 1))
+            first, count = _insert(db, file_chunks(index, root, path))
+            db.execute("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?)",
+                       (resolved, st.st_size, st.st_mtime_ns, digest, first, count))
+            stats["reindexed"] += 1
+    for resolved, old in known.items():
+        if resolved not in seen:
+            db.execute("DELETE FROM chunks WHERE rowid BETWEEN ? AND ?", (old[3], old[3] + old[4] - 1))
+            db.execute("DELETE FROM files WHERE path = ?", (resolved,))
+            stats["removed"] += 1
+    db.execute("COMMIT")
+    return stats

@@ -11,6 +11,8 @@ Decisions where upstream was silent (table and reasons in docs/state-machine.md)
 never rolls back once started; a rollback drops the artifact hashes of the target stage and later
 ones; ``spec_md`` cannot be re-recorded after Stage 1 completed; ``complete_stage 4`` needs
 ``plan_stage4``; modules run in order (cumulative suffixes "1", "12", "123"), one active at a time.
+``complete_stage N`` needs the stage's check file PASS for the current files and ``start_stage 5``
+the recorded entry confirmation (:mod:`.stage_gate`).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from typing import Any
 from .. import fsio
 from ..contract import protocol, schemas
 from ..errors import FAILURE_CATEGORIES, ContractError
+from . import stage_gate
 
 ACTOR = "pypto-pro-op-orchestrator"
 SCHEMA_VERSION = "2.2"
@@ -35,7 +38,7 @@ ARTIFACT_OWNER = {"spec_md": 1, "golden_py": 2, "design_md": 3}
 ROLLBACK_CATEGORIES = FAILURE_CATEGORIES + ("capability_gap",)
 ACTIONS = ("init", "start_stage", "complete_stage", "fail_stage", "record_artifact_hash",
            "rollback_to_stage", "plan_stage4", "start_module", "submit_for_verify",
-           "complete_module", "fail_module")
+           "complete_module", "fail_module", "confirm_stage5_entry")
 
 
 @dataclass(frozen=True)
@@ -45,6 +48,7 @@ class Context:
     now: str
     spec_sha256: str | None = None
     artifact_sha256: str | None = None
+    check_problem: str | None = "the stage check was not read"   # None: the check PASSed for these files
 
 
 def _refuse(action: str, guard: str, problem: str, fix: str) -> None:
@@ -73,7 +77,7 @@ def new_state(operator_name: str, now: str) -> dict[str, Any]:
     return {"operator_name": operator_name, "schema_version": SCHEMA_VERSION, "max_stage": MAX_STAGE,
             "current_stage": 1, "stage_status": status, "stage_retry_count": {s: 0 for s in STAGES},
             "artifact_hashes": {k: None for k in ARTIFACT_OWNER}, "rollback_history": [],
-            "stage4_path": None, "stage4_modules": _empty_modules(), "last_updated": now}
+            "stage4_path": None, "stage4_modules": _empty_modules(), "stage5_entry": None, "last_updated": now}
 
 
 def _stage(params: Mapping[str, Any], action: str, key: str = "stage") -> int:
@@ -119,6 +123,8 @@ def start_stage(state: dict, params: Mapping[str, Any], ctx: Context) -> tuple[d
              "complete or fail the running stage first")
     _require(status[str(n)] in ("pending", "failed"), "start_stage", "startable",
              f"stage {n} is {status[str(n)]}", "only a pending or failed stage can start")
+    _require(n < 5 or state.get("stage5_entry") is not None, "start_stage", "entry_confirmed",
+             "no Stage 5 entry confirmation is recorded", "confirm_stage5_entry first (OR-5)")
     status[str(n)] = "in_progress"
     state["current_stage"] = n
     return state, f"stage {n} in_progress"
@@ -142,6 +148,8 @@ def complete_stage(state: dict, params: Mapping[str, Any], ctx: Context) -> tupl
     n = _stage(params, "complete_stage")
     _in_progress(state, n, "complete_stage")
     _check_spec(state, n, ctx)
+    _require(ctx.check_problem is None, "complete_stage", "check_pass", str(ctx.check_problem),
+             f"run the stage {n} check ({stage_gate.check_file(n)}) and complete only on its PASS")
     if n == 4:
         _require(state["stage4_path"] is not None, "complete_stage", "stage4_planned",
                  "stage4_path is not set", "plan_stage4 before completing Stage 4")
@@ -206,6 +214,7 @@ def rollback_to_stage(state: dict, params: Mapping[str, Any], ctx: Context) -> t
     for name, owner in ARTIFACT_OWNER.items():
         if owner >= target:
             state["artifact_hashes"][name] = None
+    state["stage5_entry"] = None
     if target < 4:
         state["stage4_path"] = None
         state["stage4_modules"] = _empty_modules()
@@ -309,7 +318,8 @@ def fail_module(state: dict, params: Mapping[str, Any], ctx: Context) -> tuple[d
     return state, f"module {k} in_debug (cycle {retries}/{mods['max_cycles_per_module']}, {category})"
 
 
-TRANSITIONS: dict[str, Callable[..., tuple[dict, str]]] = {name: globals()[name] for name in ACTIONS}
+TRANSITIONS: dict[str, Callable[..., tuple[dict, str]]] = {
+    name: globals()[name] if name in globals() else getattr(stage_gate, name) for name in ACTIONS}
 
 
 def transition(state: dict | None, action: str, params: Mapping[str, Any], ctx: Context) -> tuple[dict, str]:
@@ -354,7 +364,10 @@ def _context(op: Path, state: dict | None, action: str, params: Mapping[str, Any
         files = {"spec_md": "SPEC.md", "golden_py": f"{state['operator_name']}_golden.py",
                  "design_md": "DESIGN.md"}
         artifact = _hash(op / files[params["name"]]) if params.get("name") in files else None
-    return Context(now=utc_now(), spec_sha256=spec, artifact_sha256=artifact)
+    problem = None
+    if action == "complete_stage" and state is not None and params.get("stage") in range(1, MAX_STAGE + 1):
+        problem = stage_gate.check_problem(op, params["stage"], state)
+    return Context(now=utc_now(), spec_sha256=spec, artifact_sha256=artifact, check_problem=problem)
 
 
 def apply(op_dir: str | Path, action: str, actor: str, params: Mapping[str, Any]) -> tuple[dict, str]:
@@ -397,6 +410,10 @@ def render_table(state: dict) -> str:
     for k, status in sorted(mods["module_status"].items(), key=lambda kv: int(kv[0])):
         lines.append(f"  module {k:<4}suffix {module_suffix(int(k)):<10}{status:<16}"
                      f"retries {mods['module_retry_count'][k]}")
+    entry = state.get("stage5_entry")
+    if entry:
+        lines.append(f"stage 5 entry: {entry['authorization']} ({entry['evidence'][:60]!r}) target "
+                     f"{', '.join(entry['target_case_ids'])} [{entry['selection_mode']}]")
     for e in state["rollback_history"]:
         lines.append(f"rollback {e['from_stage']}->{e['to_stage']} at {e['timestamp']}: {e['reason']}"
                      + (f" [{e['failure_category']}]" if "failure_category" in e else ""))

@@ -307,6 +307,18 @@ def _stage4_rows(op_dir: Path) -> tuple[Any, list[dict[str, Any]], list[Finding]
     return result, rows, found
 
 
+def _input_rows(op_dir: Path) -> tuple[list[dict[str, Any]], list[Finding]]:
+    """The Stage 1-4 inputs (docs/stage-artefacts.md), mandatory in an orchestrated run."""
+    from .stage_check import stage5_inputs
+    name = "Stage 1-4 inputs valid (orchestrated run)"
+    if not (op_dir / protocol.STATE_NAME).is_file():
+        return [{"id": "IN", "name": name, "status": "not_applicable",
+                 "detail": "standalone perf-tune run (no .orchestrator_state.json): Stage 1-4 inputs optional"}], []
+    found = [Finding("IN", cat, msg) for cat, msg in stage5_inputs(op_dir)]
+    detail = "; ".join(f.message for f in found[:3]) if found else "ok"
+    return [{"id": "IN", "name": name, "status": "FAIL" if found else "PASS", "detail": detail}], found
+
+
 def check(op_dir: str | Path, target_case_ids: list[str], selection_mode: str, *,
           rerun_tests: bool = True) -> Stage5Result:
     """Run the Stage 4 static gates and P1-P8 on ``op_dir``; never modifies deliverables."""
@@ -315,6 +327,8 @@ def check(op_dir: str | Path, target_case_ids: list[str], selection_mode: str, *
         raise ContractError(root, "--op-dir", "is not a directory", "pass the custom/<op> directory")
     ctx = Context(root, tuple(target_case_ids), selection_mode, rerun_tests)
     stage4, rows, findings = _stage4_rows(root)
+    in_rows, in_findings = _input_rows(root)
+    rows, findings = in_rows + rows, in_findings + findings
     p_rows, p_findings = run_gates(ctx)
     try:
         delivered = ctx.delivered_sha
