@@ -1,7 +1,7 @@
 """The real OpenCode client (`opencode-ai`, pinned) loads an `install.py --host opencode` project.
 
 - `opencode agent list`: the six agents as subagents, no configuration error;
-- `opencode debug skill`: the three skills;
+- `opencode debug skill`: every skill of the plugin;
 - the installed plugin (hooks/opencode/pypto-guard.js) is loaded by the client and blocks a tool
   write of `.orchestrator_state.json` while an ordinary write goes through. The tool call comes from
   a scripted OpenAI-compatible endpoint on localhost (tests/plugin/fake_llm.py): no network, no key.
@@ -61,7 +61,7 @@ def test_agent_list_shows_the_six_subagents_without_a_config_error(opencode, pro
     assert sorted(listed) == [(name, "subagent") for name in AGENTS], output
 
 
-def test_debug_skill_lists_the_three_skills(opencode, project):
+def test_debug_skill_lists_every_skill(opencode, project):
     proc = run(opencode, project, "debug", "skill")
     assert proc.returncode == 0, proc.stderr
     names = {skill["name"] for skill in json.loads(proc.stdout)}
