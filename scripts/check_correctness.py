@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
-"""Run the delivered correctness tests of every manifest case and record the run with its code hash.
+"""Run every test of test_<op>.py (P0 cases and all others) and record the run with its code hash.
 
-Each case's test_function runs in its own subprocess from the op dir (no pytest), with
+No manifest is needed (this is the first Stage 5 step). Each test_* function runs in its own subprocess from the op dir (no pytest), with
 TILE_FWK_DEVICE_ID set and ASCEND_RT_VISIBLE_DEVICES removed. The record
 docs/perf/correctness/<run_id>.json keeps executable_sha256 (the same code identity as evidence
-rounds), and per case passed, matched_ratio, max_abs_error (null when not printed) and the output
+rounds), and per test its case id (the function name for a test outside the manifest), p0
+(true/false; null before the freeze), passed, matched_ratio, max_abs_error (null when not printed) and the output
 tail. Cite the run id in the ledger (--correctness) and in select_best.py record.
 
 usage:
@@ -13,7 +14,7 @@ usage:
 example:
   python3 scripts/check_correctness.py --op-dir custom/softmax --json
 
-exit codes: 0 every case passed, 1 a case failed, 2 usage/contract error (no manifest, no test file).
+exit codes: 0 every test passed, 1 a test (P0 or not) failed, 2 usage/contract error (no test file).
 """
 
 from __future__ import annotations
@@ -43,7 +44,8 @@ def main(argv=None) -> int:
         print(fsio.dumps({"record": fsio.display_path(path, args.op_dir), **record}), end="")
     else:
         for case in record["cases"]:
-            print(f"{case['id']:<24} {'PASS' if case['passed'] else 'FAIL'}  matched_ratio={case['matched_ratio']}"
+            kind = {True: "P0", False: "non-P0", None: "-"}[case.get("p0")]
+            print(f"{case['id']:<24} {kind:<6} {'PASS' if case['passed'] else 'FAIL'}  matched_ratio={case['matched_ratio']}"
                   f"  max_abs_error={case['max_abs_error']}")
         print(f"{path}: run {record['run_id']}, {'all passed' if record['all_passed'] else 'FAILED'}")
     return 0 if record["all_passed"] else 1

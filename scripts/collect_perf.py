@@ -9,7 +9,8 @@ collection. Every subprocess gets TILE_FWK_DEVICE_ID and never ASCEND_RT_VISIBLE
 usage:
   collect_perf.py formal --op-dir DIR [--retry N] [--paired-with VERSION_DIR] [--json]
   collect_perf.py quick --op-dir DIR [--json]
-  collect_perf.py list-op-names --op-dir DIR --case-id ID [--json]
+  collect_perf.py list-op-names --op-dir DIR --case-id ID [--backend B --device N] [--json]
+                                (before the freeze: a temporary manifest from SPEC.md; --backend needed)
   collect_perf.py preflight --op-dir DIR [--json]
 
 example:
@@ -22,6 +23,7 @@ exit codes: 0 complete, 1 a round/preflight failed (kept, marked failed, with th
 from __future__ import annotations
 
 import sys
+import tempfile
 from pathlib import Path
 
 from perftune.measure import collect
@@ -53,16 +55,23 @@ def build_parser():
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     given = collect.Overrides(args.backend, args.device, args.warmup, args.repeats, args.op_name)
+    if args.command == "list-op-names":  # discovery also works before the freeze (a temporary manifest)
+        with tempfile.TemporaryDirectory(prefix="perftune_discovery_") as scratch:
+            ctx = collect.prepare_discovery(args.op_dir, given, Path(scratch))
+            result = {"status": "complete", "rows": collect.list_op_names(ctx, args.case_id)}
+        return show(args, result)
     ctx = collect.prepare(args.op_dir, given)
     say = (lambda line: print(line, file=sys.stderr, flush=True)) if args.json else print
     if args.command == "formal":
         result = collect.run_formal(ctx, retry=args.retry, paired_with=args.paired_with, progress=say)
     elif args.command == "quick":
         result = collect.run_quick(ctx, progress=say)
-    elif args.command == "preflight":
-        result = {"status": "complete", "probes": collect.run_preflight(ctx)}
     else:
-        result = {"status": "complete", "rows": collect.list_op_names(ctx, args.case_id)}
+        result = {"status": "complete", "probes": collect.run_preflight(ctx)}
+    return show(args, result)
+
+
+def show(args, result) -> int:
     if args.json:
         print(fsio.dumps(result), end="")
     elif args.command == "list-op-names":

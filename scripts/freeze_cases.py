@@ -3,18 +3,23 @@
 
 `freeze` reads the SPEC.md performance P0 table and the `test_*` functions of test_<op>.py
 (parsed with ast, nothing is imported), checks one-to-one coverage and the optimisation target,
-and writes the schema_version 2 manifest with the frozen protocol (seed 42). An existing manifest
-is never overwritten: its sha256 is the identity of the contract.
+and writes the schema_version 2 manifest with the frozen protocol (seed 42). cpu Op Name: the
+kernel function: the top-level function of test_<op>.py that the wrapper launches exactly once per
+test call (checked with ast at freeze). An existing manifest is never overwritten: its sha256 is
+the identity of the contract. `--replace REASON` re-freezes while no round (formal or quick) exists;
+the replaced manifest (and a golden report bound to it) moves to docs/perf/manifest_history/NNN/,
+listed in docs/perf/manifest_history.json. After the first round a re-freeze is refused.
 
 usage:
   freeze_cases.py freeze --op-dir DIR --target-case-ids ID [ID ...] --selection-mode MODE
                          --backend cpu|msprof --op-name NAME [--device N] [--warmup N] [--repeats N]
+                         [--replace REASON] [--json]
   freeze_cases.py validate --op-dir DIR [--json]
   freeze_cases.py show --op-dir DIR [--json]
 
 example:
   python3 scripts/freeze_cases.py freeze --op-dir custom/rmsnorm --target-case-ids b4_h4096_fp32 \
-      --selection-mode user_selected --backend cpu --op-name rmsnorm_wrapper --repeats 10
+      --selection-mode user_selected --backend cpu --op-name rmsnorm_kernel --repeats 10
 
 exit codes: 0 ok, 2 usage/contract error (message names file, field and fix).
 """
@@ -26,7 +31,8 @@ import sys
 from pathlib import Path
 
 from perftune import fsio
-from perftune.contract import frozen_inputs, manifest, protocol
+from perftune.contract import freeze as freezing, frozen_inputs, manifest, op_name, protocol
+from perftune.measure import evidence
 from perftune.argv import add_json_flag, parser_from_doc
 from perftune.errors import run_cli
 
@@ -39,7 +45,8 @@ def build_parser():
     freeze.add_argument("--target-case-ids", nargs="+", required=True, help="optimisation target case ids")
     freeze.add_argument("--selection-mode", required=True, choices=protocol.SELECTION_MODES)
     freeze.add_argument("--backend", required=True, choices=protocol.BACKENDS)
-    freeze.add_argument("--op-name", required=True, help="exact timed Op Name (cpu: the wrapper function)")
+    freeze.add_argument("--op-name", required=True, help="exact timed Op Name (msprof: from discovery; cpu: "
+                        f"{op_name.DEFINITION})")
     freeze.add_argument("--device", type=int, default=0, help="physical device id (default 0)")
     freeze.add_argument("--warmup", type=int, default=protocol.DEFAULT_WARMUP)
     freeze.add_argument("--repeats", type=int, default=protocol.DEFAULT_REPEATS)
@@ -49,6 +56,8 @@ def build_parser():
     freeze.add_argument("--noise-band", type=float, default=protocol.DEFAULT_DECISION["noise_band"])
     freeze.add_argument("--quick-min-speedup", type=float, default=protocol.DEFAULT_PROMOTION["quick_min_speedup"])
     freeze.add_argument("--test-file", help="test file name inside --op-dir (default test_<op>.py)")
+    freeze.add_argument("--replace", metavar="REASON", help="re-freeze (only while no round exists); the old "
+                        "manifest is kept in docs/perf/manifest_history/")
     add_json_flag(freeze)
     for name, text in (("validate", "validate an existing manifest"), ("show", "print the manifest")):
         command = sub.add_parser(name, help=text)
@@ -67,14 +76,16 @@ def main(argv=None) -> int:
             decision={"method": args.decision_method, "noise_band": args.noise_band},
             promotion={"quick_min_speedup": args.quick_min_speedup})
         manifest.check_protocol_values(proto, "freeze_cases.py")
-        path, obj = manifest.freeze(args.op_dir, target_case_ids=args.target_case_ids,
-                                    selection_mode=args.selection_mode, proto=proto, test_name=args.test_file)
-        frozen_inputs.record(args.op_dir)
+        with frozen_inputs.recorded(args.op_dir, replace=args.replace):
+            path, obj, report = freezing.freeze(args.op_dir, target_case_ids=args.target_case_ids,
+                                                selection_mode=args.selection_mode, proto=proto,
+                                                test_name=args.test_file, replace=args.replace,
+                                                at=evidence.utc_now())
     else:
-        obj = manifest.load_manifest(path).raw
+        obj, report = manifest.load_manifest(path).raw, {}
     record = fsio.file_record(path, args.op_dir)
     if args.json:
-        print(fsio.dumps({"manifest": record, "command": args.command, "content": obj}), end="")
+        print(fsio.dumps({"manifest": record, "command": args.command, "content": obj, **report}), end="")
     elif args.command == "show":
         print(json.dumps(obj, indent=2, sort_keys=True))
     else:

@@ -10,7 +10,9 @@ records the final candidate sweep; `show` prints the table. Formats: docs/ledger
 usage:
   ledger.py init --op-dir DIR [--sources-dir DIR]
   ledger.py add --op-dir DIR --item-id ID --title T --evidence-file F [--anchor A] --expected-metric M --hypothesis H
-  ledger.py update --op-dir DIR --item ID [--status S] [--reason-code R] --note N [--correctness RUN] [--quick ID ...] ...
+  ledger.py update --op-dir DIR --item ID [--status S] [--reason-code R] --note N [--hypothesis H]
+                   [--expected-metric M] [--applicability A --grounds G] [--code-ref F] [--correctness RUN]
+                   [--quick ID ...] [--formal ID ...] [--mechanism M] [--restore-point V] [--relation KIND ITEM]
   ledger.py reopen --op-dir DIR --item ID --note N [--by ITEM]
   ledger.py sweep --op-dir DIR --scope S --examined PATH ... [--finding TEXT MAPS_TO NOTE]...
   ledger.py show --op-dir DIR [--json]
@@ -44,6 +46,7 @@ FLAGS = {
                ("--restore-point", {}), ("--quick", {"nargs": "+", "default": []}),
                ("--formal", {"nargs": "+", "default": []}), ("--applicability", {"choices": ledger.APPLICABILITY}),
                ("--grounds", {}), ("--expected-metric", {}),
+               ("--hypothesis", {"help": "PB-3 step 2: mechanism, metric, risk, stop condition (before editing)"}),
                ("--relation", {"nargs": 2, "action": "append", "default": [], "metavar": ("KIND", "ITEM")})],
     "reopen": [("--item", {"required": True}), ("--note", {"required": True}), ("--by", {})],
     "sweep": [("--scope", {"required": True}), ("--examined", {"nargs": "+", "required": True}),
@@ -81,7 +84,8 @@ def edit(args, at: str):
         status=args.status, reason_code=args.reason_code, note=args.note, code_ref=args.code_ref,
         correctness=args.correctness, quick=tuple(args.quick), formal=tuple(args.formal), mechanism=args.mechanism,
         restore_point=args.restore_point, relations=tuple(map(tuple, args.relation)),
-        applicability=args.applicability, grounds=args.grounds, expected_metric=args.expected_metric)
+        applicability=args.applicability, grounds=args.grounds, expected_metric=args.expected_metric,
+        hypothesis=args.hypothesis)
     return lambda led: ledger.update_item(led, args.item, change, at=at, actor=args.actor)
 
 

@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
 """Check that the Stage 5 ledger docs/perf/ledger.json is closed, and print every problem.
 
-Checks: schema; coverage equals the sources enumerated now (same ids and source hashes); zero
+Checks: schema; coverage equals the sources enumerated now from the folder `ledger.py init` recorded
+(`sources_origin`: inside the op dir or the plugin, never absolute; same ids and source hashes); zero
 non-terminal items; closing evidence and reason codes; relation targets exist; no `conflict`
 between two accepted items; cited formal collection ids are complete formal rounds on disk,
 quick and correctness ids exist; derived items were created only after the presets closed; the
 final candidate sweep is recorded and not stale.
 
 usage:
-  ledger_check.py --op-dir DIR [--sources-dir DIR] [--json]
+  ledger_check.py --op-dir DIR [--json]
 
 example:
   python3 scripts/ledger_check.py --op-dir custom/softmax --json
@@ -29,7 +30,6 @@ from perftune.errors import run_cli
 def build_parser():
     parser = parser_from_doc(__doc__, "ledger_check.py")
     parser.add_argument("--op-dir", required=True, help="operator directory (custom/<op>)")
-    parser.add_argument("--sources-dir", help="folder holding the three INDEX folders (default <op-dir>/sources)")
     add_json_flag(parser)
     return parser
 
@@ -38,7 +38,7 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     path = ledger.ledger_path(args.op_dir)
     obj = ledger.load_ledger(path)
-    enum = ledger_sources.enumerate_sources(args.op_dir, ledger.case_ids_of(args.op_dir), args.sources_dir)
+    enum = ledger_sources.recorded_sources(args.op_dir, obj)
     problems = ledger.check(obj, enum, args.op_dir)
     if args.json:
         print(fsio.dumps({"closed": not problems, "ledger": fsio.file_record(path, args.op_dir),

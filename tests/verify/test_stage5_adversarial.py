@@ -243,6 +243,34 @@ def test_terminal_evidence_insufficient(op):
     assert_fails(op, "performance_evidence_invalid", "P8", "not evaluable")
 
 
+def test_terminal_record_built_with_another_work_model_fails_p8(op):
+    """A borrowed model (exp counted per row, a third tensor) with self-consistent counts and hash."""
+    from perftune.contract import work_model
+    manifest = json.loads((op / "PERFORMANCE_CASES.json").read_text())
+    other = json.loads(json.dumps(manifest["work_model"]))
+    for row in other["operations"]:
+        if row["class"] == "transcendental":
+            row["per"] = "rows"
+    other["tensors"].append({"tensor": "w", "direction": "read", "elements": "cols", "dtype": None})
+
+    def borrow(t):
+        t["work_model"] = {"source": "borrowed", "sha256": work_model.model_sha256(other), "model": other}
+        for entry in t["cases"]:
+            case = next(c for c in manifest["cases"] if c["id"] == entry["case"])
+            work = work_model.case_work(other, case["id"], case["shape"], case["dtype"])
+            entry["roofline_terminal"].update(transcendental_ops=work["transcendental_ops"],
+                                              necessary_bytes=work["bytes"])
+    edit_json(op / "docs/perf/terminal_evidence.json", borrow)
+    assert_fails(op, "performance_evidence_invalid", "P8", "the frozen model is",
+                 "transcendental_ops 64 != 262144 recomputed from the frozen work model")
+
+
+def test_attained_fraction_above_the_roof_fails_p8_naming_the_numbers(op):
+    edit_json(op / "docs/perf/terminal_evidence.json",
+              lambda t: t["cases"][0]["roofline_terminal"].update(attained_fraction=1.31))
+    assert_fails(op, "performance_evidence_invalid", "P8", "attained fraction 1.31 of the roof", "exceeds 1 + 0.2")
+
+
 @pytest.mark.parametrize("name, how", [("perf_report.md", "empty"), ("performance.log", "delete"),
                                        ("PERFORMANCE_REPORT.md", "delete")])
 def test_missing_or_empty_p1_file(op, name, how):

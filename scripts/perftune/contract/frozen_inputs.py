@@ -15,6 +15,8 @@ re-checked here (stage5_check's own checks still apply).
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 
 from .. import fsio
@@ -38,6 +40,24 @@ def record(op_dir: str | Path) -> Path:
     root = Path(op_dir)
     files = {path.name: fsio.sha256_file(path) for path in frozen_files(root)}
     return fsio.write_json(root / RECORD_NAME, {"schema_version": 1, "files": files}, overwrite=False)
+
+
+@contextlib.contextmanager
+def recorded(op_dir: str | Path, *, replace: str | None = None) -> Iterator[None]:
+    """Around a freeze: record the hashes once it succeeded. A re-freeze (``replace``) sets the
+    old record aside first (the inputs may have been corrected for it) and puts it back if the
+    freeze is refused."""
+    path = Path(op_dir) / RECORD_NAME
+    old = path.read_bytes() if replace is not None and path.is_file() else None
+    if old is not None:
+        path.unlink()
+    try:
+        yield
+    except BaseException:
+        if old is not None and not path.exists():
+            fsio.write_bytes(path, old, overwrite=False)
+        raise
+    record(op_dir)
 
 
 def verify(op_dir: str | Path) -> None:

@@ -1,8 +1,8 @@
 """The frozen measurement contract ``PERFORMANCE_CASES.json`` (DESIGN §4.1).
 
 Pure parts: shape/dtype canonicalisation, the SPEC.md P0 table parser, test-function discovery
-from source text (``ast``, no import), manifest building and semantic validation. Thin I/O:
-:func:`load_manifest` and :func:`freeze`.
+from source text (``ast``, no import), manifest building and semantic validation. Thin I/O: :func:`load_manifest`
+(writing it: :mod:`.freeze`).
 
 SPEC.md table format (see ``docs/spec-format.md``): the first markdown table under a heading that
 contains "performance" (case-insensitive) whose header has the columns ``id``, ``shape`` and
@@ -387,36 +387,6 @@ def load_manifest(path: str | Path, *, check_schema: bool = True) -> Manifest:
     man = parse_manifest(fsio.read_json(path, what="performance case manifest"), path, check_schema=check_schema)
     frozen_inputs.verify(Path(path).parent)
     return man
-
-
-def _utf8(path: Path, what: str) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise ContractError(path, f"byte {exc.start}", f"{what} is not UTF-8", "save it as UTF-8") from None
-
-
-def freeze(op_dir: str | Path, *, target_case_ids: list[str], selection_mode: str, proto: Protocol,
-           spec_name: str = "SPEC.md", test_name: str | None = None) -> tuple[Path, dict[str, Any]]:
-    """Build and write ``<op_dir>/PERFORMANCE_CASES.json``; never overwrite a frozen one."""
-    root = Path(op_dir)
-    if not root.is_dir():
-        raise ContractError(root, "--op-dir", "is not a directory", "pass the operator directory")
-    out = root / protocol.MANIFEST_NAME
-    if out.exists():
-        raise ContractError(out, "-", "a frozen manifest already exists and is never overwritten",
-                            "validate it with 'freeze_cases.py validate', or start from a new op dir")
-    spec_path = root / spec_name
-    test_path = root / (test_name or f"test_{root.name}.py")
-    for path, what in ((spec_path, "SPEC.md"), (test_path, "test file")):
-        if not path.is_file():
-            raise ContractError(path, "-", f"{what} is missing", "complete Stages 1-4 first")
-    spec = parse_spec(_utf8(spec_path, "SPEC.md"), str(spec_path))
-    tests = find_test_functions(_utf8(test_path, "test file"), str(test_path))
-    obj = build_manifest(spec, tests, target_case_ids=target_case_ids, selection_mode=selection_mode,
-                         proto=proto, spec_source=str(spec_path), test_source=str(test_path))
-    fsio.write_json(out, obj, overwrite=False)
-    return out, obj
 
 
 def check_protocol_values(proto: Protocol, source: str) -> None:

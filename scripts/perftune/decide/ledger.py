@@ -77,6 +77,7 @@ class ItemChange:
     applicability: str | None = None
     grounds: str | None = None
     expected_metric: str | None = None
+    hypothesis: str | None = None
 
 
 def _history(ledger: dict, *, at: str, actor: str, action: str, old: str | None, new: str | None,
@@ -108,7 +109,8 @@ def new_item(src: SourceItem, ledger: dict, *, at: str, actor: str, action: str 
 def init_ledger(enum: Enumeration, *, at: str, actor: str) -> dict[str, Any]:
     """The first ledger: one pending item per enumerated preset source, in source order."""
     ledger: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "revision": 1, "created_at": at,
-                              "sources": enum.summary(), "items": [], "sweep": None}
+                              "sources": enum.summary(), "sources_origin": dict(enum.origin), "items": [],
+                              "sweep": None}
     ledger["items"] = [new_item(src, ledger, at=at, actor=actor) for src in enum.items]
     return ledger
 
@@ -199,6 +201,10 @@ def _apply_evidence(item: dict, change: ItemChange) -> None:
         item["applicability"]["grounds"] = change.grounds
     if change.expected_metric is not None:
         item["expected_metric"] = change.expected_metric
+    if change.hypothesis is not None:
+        if not change.hypothesis.strip():
+            raise ContractError("ledger.json", "hypothesis", "is empty", "state a falsifiable mechanism")
+        item["hypothesis"] = change.hypothesis
 
 
 def _add_relations(ledger: dict, item: dict, relations: tuple[tuple[str, str], ...]) -> None:
@@ -314,9 +320,12 @@ def _coverage_problems(ledger: dict, enum: Enumeration) -> list[Problem]:
         src, ref = now[item_id], have[item_id]["source_ref"]
         if have[item_id]["source_kind"] != src.source_kind:
             found.append(Problem("source_changed", item_id, f"kind {have[item_id]['source_kind']} != {src.source_kind}"))
-        elif (ref["file"], ref["anchor"], ref["sha256"]) != (src.file, src.anchor, src.sha256):
-            found.append(Problem("source_changed", item_id, f"source {src.file}#{src.anchor} changed since "
-                                 "the item was enumerated"))
+        elif (ref["file"], ref["anchor"]) != (src.file, src.anchor):
+            found.append(Problem("source_changed", item_id, f"recorded {ref['file']}#{ref['anchor']} is now "
+                                 f"enumerated as {src.file}#{src.anchor}"))
+        elif ref["sha256"] != src.sha256:
+            found.append(Problem("source_changed", item_id, f"content of {src.file} changed since enumerated "
+                                 f"(sha256 {ref['sha256'][:12]} -> {src.sha256[:12]}): restore it or reopen the item"))
     return found
 
 

@@ -14,6 +14,13 @@ The four preset sources (DESIGN §4.5) are enumerated mechanically, never by sca
 A missing source file is a contract error (missing is never zero); an INDEX whose table has no
 enumerable row records a count of 0. The formats are documented in docs/ledger.md.
 
+Origin (one source of truth): ``ledger.py init`` records where the three INDEX folders came from as
+``sources_origin {base: op|plugin, path}``; ``base`` is the operator directory or the plugin root
+(the folder holding ``scripts/``), ``path`` is relative to it, never absolute. Every file record of
+an enumerated source is written relative to that base (``plugin:`` prefixed for the plugin), so
+``ledger_check.py`` and ``stage5_check.py`` re-enumerate exactly the recorded folder, and a moved
+plugin with identical content still verifies. A ledger without the field reads ``<op>/sources``.
+
 Gates: an item's applicability gates are read from its file (:func:`parse_gates`): the bullets
 ``- **key**: text`` of a markdown ``## Gates`` section, or the ``# Gates: key=text; ...`` header
 comment of a template. A file without gates yields none (the item then carries no ``gates``).
@@ -27,9 +34,11 @@ from pathlib import Path
 from typing import Any
 
 from .. import fsio
-from ..contract import protocol
+from ..contract import manifest, protocol
 from ..errors import ContractError
 
+PLUGIN_ROOT = Path(__file__).resolve().parents[3]
+PLUGIN_PREFIX = "plugin:"
 KB_FILE = "KB_SELECTION.json"
 SOURCES_DIR = "sources"
 INDEX_DIRS = {"general_method": "general-methods", "knowledge_card": "knowledge-cards", "template": "templates"}
@@ -72,6 +81,7 @@ class Enumeration:
 
     items: tuple[SourceItem, ...]
     indexes: dict[str, dict[str, Any]]
+    origin: dict[str, str] = field(default_factory=lambda: {"base": "op", "path": SOURCES_DIR})
 
     def summary(self) -> dict[str, Any]:
         return {kind: {"index": record, "count": sum(i.source_kind == kind for i in self.items)}
@@ -193,7 +203,35 @@ def parse_gates(text: str) -> tuple[tuple[str, str], ...]:
     return tuple((k, found[k]) for k in GATE_KEYS if k in found)
 
 
-def _index_items(kind: str, index: Path, op_dir: Path, case_ids: tuple[str, ...]) -> list[SourceItem]:
+def origin_of(op_dir: str | Path, sources_dir: str | Path | None) -> dict[str, str]:
+    """``{base, path}`` of a sources folder: inside the op dir or the plugin, never absolute."""
+    root = Path(op_dir).resolve()
+    if sources_dir is None:
+        return {"base": "op", "path": SOURCES_DIR}
+    folder = Path(sources_dir).resolve()
+    for base, anchor in (("op", root), ("plugin", PLUGIN_ROOT)):
+        if folder == anchor or anchor in folder.parents:
+            return {"base": base, "path": folder.relative_to(anchor).as_posix() or "."}
+    raise ContractError(sources_dir, "--sources-dir", "is neither inside the operator directory nor inside "
+                        "the plugin", "copy the sources into <op-dir>/sources or use the plugin's references")
+
+
+def origin_dir(op_dir: str | Path, origin: dict[str, str]) -> Path:
+    """The folder an origin names today (the plugin root is where this code runs from)."""
+    anchor = Path(op_dir) if origin["base"] == "op" else PLUGIN_ROOT
+    return fsio.safe_join(anchor, origin["path"], field="sources_origin.path") if origin["path"] != "." else anchor
+
+
+def _record(path: Path, op_dir: Path, origin: dict[str, str]) -> dict[str, Any]:
+    """A file record relative to the origin's base (``plugin:<path>`` for the plugin)."""
+    if origin["base"] == "op":
+        return fsio.file_record(path, op_dir)
+    record = fsio.file_record(path, PLUGIN_ROOT)
+    return {**record, "path": PLUGIN_PREFIX + record["path"]}
+
+
+def _index_items(kind: str, index: Path, op_dir: Path, case_ids: tuple[str, ...],
+                 origin: dict[str, str]) -> list[SourceItem]:
     text = index.read_text(encoding="utf-8")
     items = []
     for row in parse_index(text, str(index)):
@@ -201,8 +239,9 @@ def _index_items(kind: str, index: Path, op_dir: Path, case_ids: tuple[str, ...]
         if not target.is_file():
             raise ContractError(index, f"{row.item_id}.file", f"{row.file} does not exist",
                                 "fix the INDEX row or add the file")
-        items.append(SourceItem(row.item_id, kind, row.title, fsio.display_path(target, op_dir), row.anchor,
-                                fsio.sha256_file(target), resolve_scope(row.case_scope, case_ids, str(index),
+        record = _record(target, op_dir, origin)
+        items.append(SourceItem(row.item_id, kind, row.title, record["path"], row.anchor,
+                                record["sha256"], resolve_scope(row.case_scope, case_ids, str(index),
                                                                          f"{row.item_id}.case_scope"),
                                 row.expected_metric,
                                 parse_gates(target.read_text(encoding="utf-8", errors="replace"))))
@@ -210,10 +249,12 @@ def _index_items(kind: str, index: Path, op_dir: Path, case_ids: tuple[str, ...]
 
 
 def enumerate_sources(op_dir: str | Path, case_ids: tuple[str, ...],
-                      sources_dir: str | Path | None = None) -> Enumeration:
-    """Read KB_SELECTION.json and the three INDEX files; every item id must be unique."""
+                      sources_dir: str | Path | None = None, *, origin: dict[str, str] | None = None) -> Enumeration:
+    """Read KB_SELECTION.json and the three INDEX files of ``origin`` (or of ``sources_dir``, which
+    becomes the origin); every item id must be unique."""
     root = Path(op_dir)
-    base = Path(sources_dir) if sources_dir else root / SOURCES_DIR
+    origin = origin or origin_of(root, sources_dir)
+    base = origin_dir(root, origin)
     kb_path = root / KB_FILE
     kb_record = fsio.file_record(kb_path, root) if kb_path.is_file() else None
     if kb_record is None:
@@ -225,16 +266,24 @@ def enumerate_sources(op_dir: str | Path, case_ids: tuple[str, ...],
     for kind, folder in INDEX_DIRS.items():
         index = base / folder / "INDEX.md"
         if not index.is_file():
-            raise ContractError(index, "-", f"{kind} INDEX is missing", "add the INDEX (an empty table means 0 items)")
-        indexes[kind] = fsio.file_record(index, root)
-        items += _index_items(kind, index, root, case_ids)
+            where = f"{origin['base']}:{origin['path']}"
+            raise ContractError(index, "-", f"{kind} INDEX is missing in the sources folder {where} (the ledger's "
+                                "sources_origin)", "restore that folder; ledger init recorded it, checks read only it")
+        indexes[kind] = _record(index, root, origin)
+        items += _index_items(kind, index, root, case_ids, origin)
     seen: set[str] = set()
     for item in items:
         if item.item_id in seen:
             raise ContractError(item.file, "item_id", f"{item.item_id!r} is enumerated twice",
                                 "give every source row a unique id")
         seen.add(item.item_id)
-    return Enumeration(tuple(items), indexes)
+    return Enumeration(tuple(items), indexes, dict(origin))
+
+
+def recorded_sources(op_dir: str | Path, ledger: dict[str, Any]) -> Enumeration:
+    """The sources re-enumerated from the folder ``ledger init`` recorded (``sources_origin``)."""
+    case_ids = manifest.load_manifest(Path(op_dir) / protocol.MANIFEST_NAME).case_ids
+    return enumerate_sources(op_dir, case_ids, origin=ledger.get("sources_origin"))
 
 
 def _collection_states(perf: Path) -> dict[str, str]:

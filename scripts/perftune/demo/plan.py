@@ -1,16 +1,20 @@
 """The demo's experiment plan and decisions (pure): what to try, how to close items, the summary.
 
-The plan is the example's ``variants/variants.json``: ``variants[]`` (one experiment per version:
-``version_id, parent, item_id, source_kind, hypothesis, expected_metric``), ``closures[]`` (items
-closed without an experiment: a status with its note/grounds, or ``same_as`` another item's
-conclusion and evidence) and ``sweep`` (scope and findings of the final candidate sweep).
+The plan is the operator folder's ``variants/variants.json`` (docs/operator-format.md): ``protocol``
+(what the dispatch and the engineer decide before freezing: backend, op name, target case ids or
+``all_p0``, selection mode, warm-up, repeats, noise band), optional ``golden`` (function, factory),
+``variants[]`` (one experiment per version: ``version_id, parent, item_id, source_kind,
+hypothesis, expected_metric``), ``closures[]`` (items closed without an experiment: a status with
+its note/grounds, or ``same_as`` another item's conclusion and evidence) and ``sweep`` (scope and
+findings of the final candidate sweep). It stands in for the agent's judgement, nothing else.
 
 Decisions (frozen here, before any result is seen):
 - promotion quick → formal: the ``promotion.promote`` flag that ``compare_perf.py quick``
   computes with the frozen rule (mean case speed-up >= ``quick_min_speedup``, no target slower);
-- acceptance after the formal compare against the current best: ``accepted`` when no target case
-  is ``slower``, at least one is ``faster`` and the suite CI lies entirely above 1; otherwise
-  ``rejected`` with ``slower`` (a target case is slower) or ``no_stable_gain``.
+- acceptance after the formal compare against the current best (:func:`acceptance`, the one place
+  the driver asks for it; SKILL.md step 18 states the same rule): ``accepted`` when at least one
+  target case is ``faster`` and the suite CI lies entirely above 1; ``rejected`` with ``slower``
+  when the suite CI lies entirely below 1, else ``no_stable_gain``.
 """
 
 from __future__ import annotations
@@ -42,11 +46,25 @@ class Closure:
 
 
 @dataclass(frozen=True)
+class Protocol:
+    backend: str
+    op_name: str
+    target_case_ids: tuple[str, ...] | str
+    selection_mode: str
+    warmup: int
+    repeats: int
+    noise_band: float
+
+
+@dataclass(frozen=True)
 class Plan:
     experiments: tuple[Experiment, ...]
     closures: tuple[Closure, ...]
     sweep_scope: str
     sweep_findings: tuple[dict[str, str], ...] = field(default_factory=tuple)
+    protocol: Protocol | None = None
+    golden: dict[str, str] = field(default_factory=dict)
+    compliance: str = "single kernel, wrapper unchanged"
 
     def planned_items(self) -> set[str]:
         return {e.item_id for e in self.experiments} | {c.item_id for c in self.closures}
@@ -86,7 +104,36 @@ def parse_plan(obj: Any, source: str = "variants.json") -> Plan:
     for i, finding in enumerate(findings):
         for key in ("finding", "maps_to", "note"):
             _field(finding, key, source, f"sweep.findings[{i}]")
-    return Plan(tuple(experiments), tuple(closures), _field(sweep, "scope", source, "sweep"), findings)
+    return Plan(tuple(experiments), tuple(closures), _field(sweep, "scope", source, "sweep"), findings,
+                _protocol(obj.get("protocol"), source), _golden(obj.get("golden"), source),
+                obj.get("compliance") or "single kernel, wrapper unchanged")
+
+
+def _protocol(raw: Any, source: str) -> Protocol:
+    if not isinstance(raw, dict):
+        raise ContractError(source, "protocol", "is missing", "give backend, op_name, target_case_ids, "
+                            "selection_mode, warmup, repeats, noise_band (docs/operator-format.md)")
+    target = raw.get("target_case_ids")
+    if not (target == "all_p0" or (isinstance(target, list) and target and all(isinstance(t, str) for t in target))):
+        raise ContractError(source, "protocol.target_case_ids", f"{target!r} is not 'all_p0' or a list of ids",
+                            "name the target cases")
+    numbers = {}
+    for key, kind in (("warmup", int), ("repeats", int), ("noise_band", float)):
+        value = raw.get(key)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or (kind is int and not isinstance(value, int)):
+            raise ContractError(source, f"protocol.{key}", f"{value!r} is not a {kind.__name__}", "fix it")
+        numbers[key] = value
+    return Protocol(_field(raw, "backend", source, "protocol"), _field(raw, "op_name", source, "protocol"),
+                    target if target == "all_p0" else tuple(target), _field(raw, "selection_mode", source, "protocol"),
+                    **numbers)
+
+
+def _golden(raw: Any, source: str) -> dict[str, str]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise ContractError(source, "golden", "is not an object", "give function and factory")
+    return {key: _field(raw, key, source, "golden") for key in ("function", "factory") if key in raw}
 
 
 def unplanned(plan: Plan, ledger_items: list[str]) -> list[str]:

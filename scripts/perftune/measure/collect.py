@@ -31,7 +31,8 @@ from .backends.base import (Backend, RunSpec, choose_selector, preflight, repeat
                             write_evidence_status)
 from .backends.case_adapter import find_runner
 from ..errors import CheckFailed, ContractError
-from ..contract.manifest import Manifest, Protocol, load_manifest, make_protocol
+from ..contract.manifest import (Manifest, Protocol, build_manifest, find_test_functions, load_manifest,
+                                 make_protocol, parse_spec)
 
 Progress = Callable[[str], None]
 
@@ -111,6 +112,33 @@ def prepare(op_dir: str | Path, given: Overrides, *, check_env: bool = True) -> 
                    warmup=proto.warmup, repeats=proto.repeats, op_name=proto.op_name, seed=proto.seed,
                    selector=choose_selector(manifest, manifest_path), manifest_path=manifest_path)
     return Context(root, manifest_path, manifest, proto, backend, spec)
+
+
+def prepare_discovery(op_dir: str | Path, given: Overrides, scratch: Path) -> Context:
+    """Discovery works before the freeze: without a manifest, a temporary one is built from SPEC.md
+    and the test file into ``scratch`` (never into the op dir); ``--backend`` is then required."""
+    root = Path(op_dir).resolve()
+    if (root / protocol.MANIFEST_NAME).exists() or not root.is_dir():
+        return prepare(op_dir, given)
+    if not given.backend:
+        raise ContractError(root / protocol.MANIFEST_NAME, "--backend", "no manifest is frozen yet",
+                            "pass --backend (and --device) for discovery before the freeze")
+    runner = find_runner(root)
+    text = (root / "SPEC.md").read_text(encoding="utf-8") if (root / "SPEC.md").is_file() else ""
+    spec_info = parse_spec(text, str(root / "SPEC.md"))
+    tests = find_test_functions(runner.read_text(encoding="utf-8"), str(runner))
+    proto = make_protocol(backend=given.backend, device_id=given.device_id or 0, warmup=0, repeats=1,
+                          op_name=given.op_name or "-")
+    obj = build_manifest(spec_info, tests, target_case_ids=[c.id for c in spec_info.cases if c.p0],
+                         selection_mode="user_selected", proto=proto, spec_source=str(root / "SPEC.md"),
+                         test_source=str(runner))
+    path = fsio.write_json(scratch / protocol.MANIFEST_NAME, obj)
+    manifest = load_manifest(path)
+    backend = get_backend(proto.backend)
+    backend.check_environment()
+    spec = RunSpec(op_dir=root, runner=runner, manifest=manifest, device_id=proto.device_id, warmup=0, repeats=1,
+                   op_name=proto.op_name, seed=proto.seed, selector=choose_selector(manifest, path), manifest_path=path)
+    return Context(root, path, manifest, proto, backend, spec)
 
 
 def _identity(ctx: Context) -> dict[str, Any]:

@@ -1,8 +1,13 @@
 """Correctness runs of the delivered tests, recorded with the identity of the code they ran.
 
-Each manifest case's ``test_function`` runs in its own subprocess (``python -c`` importing the
-test module from the op dir; no pytest), with the device environment rule (``TILE_FWK_DEVICE_ID``
-set, ``ASCEND_RT_VISIBLE_DEVICES`` removed). The record ``docs/perf/correctness/<run_id>.json``
+Every ``test_*`` function of test_<op>.py (top-level, no required parameter, found with ``ast``)
+runs in its own subprocess (``python -c`` importing the test module from the op dir; no pytest):
+the P0 cases and every other test (the article's complete correctness run). No manifest is needed;
+when one is frozen, a test that runs a manifest case carries that case id and ``p0: true``, a test
+of a non-P0 row of the SPEC.md performance table that row's id and ``p0: false``, any other test
+its function name and ``p0: false``; before the freeze the SPEC table labels them (``p0: null`` for
+a test it does not name). Each runs with
+the device environment rule (``TILE_FWK_DEVICE_ID`` set, ``ASCEND_RT_VISIBLE_DEVICES`` removed). The record ``docs/perf/correctness/<run_id>.json``
 holds the ``executable_sha256`` of the sources (same formula as evidence rounds, so a candidate or
 the verifier can accept a recorded run whose hash equals the current code), and per case
 ``passed`` (exit code 0), ``matched_ratio`` and ``max_abs_error`` parsed from the test output
@@ -82,7 +87,7 @@ def run_case(op_dir: Path, module: str, function: str, env: dict[str, str], time
             "output_tail": tail(out)}
 
 
-def _code_identity(op_dir: Path, man: manifest.Manifest) -> tuple[str, list[dict[str, Any]]]:
+def _code_identity(op_dir: Path, man: manifest.Manifest | None) -> tuple[str, list[dict[str, Any]]]:
     files = evidence.source_files(op_dir, man)
     return evidence.executable_sha256(op_dir, files), [fsio.file_record(p, op_dir) for p in files]
 
@@ -104,18 +109,44 @@ def _reserve_write(op_dir: Path, sha: str, record: dict[str, Any]) -> tuple[Path
     raise ContractError(folder, "run_id", "could not reserve a run id", "clean up the correctness folder")
 
 
+def _spec_cases(op_dir: Path) -> tuple:
+    """Before the freeze: the SPEC.md performance table labels the tests (none when it does not parse)."""
+    try:
+        return manifest.parse_spec((op_dir / "SPEC.md").read_text(encoding="utf-8"), "SPEC.md").cases
+    except (OSError, UnicodeDecodeError, ContractError):
+        return ()
+
+
+def planned_tests(op_dir: Path, test_path: Path, man: manifest.Manifest | None) -> list[tuple[str, str, bool | None]]:
+    """(id, test function, p0) for every test of the file, manifest cases first in manifest order."""
+    text = test_path.read_text(encoding="utf-8", errors="replace")
+    functions = list(manifest.find_test_functions(text, str(test_path)))
+    frozen = [(c, True) for c in man.cases] if man else []
+    labelled = frozen + [(c, False if man else c.p0) for c in _spec_cases(op_dir) if not (man and c.p0)]
+    planned, seen = [], set()
+    for case, p0 in labelled:
+        function = case.test_function or f"test_{re.sub(r'[^A-Za-z0-9_]', '_', case.id)}"
+        if function not in seen and (p0 is True and man or function in functions):
+            planned.append((case.id, function, p0))
+            seen.add(function)
+    planned += [(f, f, False if man else None) for f in functions if f not in seen]
+    if not planned:
+        raise ContractError(test_path, "test_*", "defines no test function", "deliver the Stage 4 tests")
+    return planned
+
+
 def run_all(op_dir: str | Path, *, at: str, test_file: str | None = None,
             timeout_s: float = DEFAULT_TIMEOUT_S) -> tuple[Path, dict[str, Any]]:
-    """Run every manifest case's test and write the correctness record; returns (path, record)."""
+    """Run every test of test_<op>.py and write the correctness record; returns (path, record)."""
     root = Path(op_dir)
-    man = manifest.load_manifest(root / protocol.MANIFEST_NAME)
+    manifest_path = root / protocol.MANIFEST_NAME
+    man = manifest.load_manifest(manifest_path) if manifest_path.exists() else None
     path = test_module(root, test_file)
     sha, files = _code_identity(root, man)
-    env = {**device_env(man.protocol.device_id if man.protocol else 0), "PYTHONDONTWRITEBYTECODE": "1"}
-    cases = []
-    for case in man.cases:
-        function = case.test_function or f"test_{re.sub(r'[^A-Za-z0-9_]', '_', case.id)}"
-        cases.append({"id": case.id, "test_function": function, **run_case(root, path.stem, function, env, timeout_s)})
+    env = {**device_env(man.protocol.device_id if man and man.protocol else 0), "PYTHONDONTWRITEBYTECODE": "1"}
+    cases = [{"id": case_id, "test_function": function, "p0": p0,
+              **run_case(root, path.stem, function, env, timeout_s)}
+             for case_id, function, p0 in planned_tests(root, path, man)]
     after, _ = _code_identity(root, man)
     if after != sha:
         raise ContractError(root, "executable_sha256", "sources changed while the tests ran",
@@ -124,6 +155,17 @@ def run_all(op_dir: str | Path, *, at: str, test_file: str | None = None,
               "test_file": fsio.file_record(path, root), "device_id": int(env[protocol.DEVICE_ENV]),
               "cases": cases, "all_passed": all(c["passed"] for c in cases), "created_at": at}
     return _reserve_write(root, sha, record)
+
+
+def missing_tests(op_dir: str | Path, record: dict[str, Any]) -> list[str]:
+    """Test functions of the recorded test file that the run did not run (the run must be complete)."""
+    root = Path(op_dir)
+    path = fsio.safe_join(root, record["test_file"]["path"], field="test_file.path")
+    if not path.is_file():
+        return []
+    ran = {c["test_function"] for c in record["cases"]}
+    text = path.read_text(encoding="utf-8", errors="replace")
+    return sorted(set(manifest.find_test_functions(text, str(path))) - ran)
 
 
 def load_record(op_dir: str | Path, run_id: str) -> dict[str, Any]:

@@ -1,7 +1,8 @@
 """``docs/perf/terminal_evidence.json``: roofline, pipeline and scalar evidence per P0 case (P8).
 
 Inputs, all recomputed or measured, never agent-written: the frozen manifest (cases, shapes,
-dtypes, aggregation), one complete formal round loaded through :func:`evidence.load_round`
+dtypes, aggregation, and the operator's ``work_model`` from SPEC.md: the only source of necessary
+work and bytes), one complete formal round loaded through :func:`evidence.load_round`
 (samples recomputed from raw files), a platform file (``schemas/platform``), and for the cpu
 backend a fresh fixed-overhead measurement of the *current* sources (refused when they differ from
 the round's ``executable_sha256``, so overhead and time describe the same code).
@@ -30,8 +31,8 @@ from typing import Any
 from ..measure import evidence
 from .. import fsio
 from ..contract import protocol, schemas
-from . import probe as cpu_probe
 from . import roofline
+from ..contract import work_model
 from ..measure.backends.base import runner_env
 from ..measure.backends.case_adapter import find_runner
 from ..errors import ContractError, EnvError
@@ -56,12 +57,13 @@ def load_platform(path: Path, backend: str) -> tuple[roofline.Platform, dict[str
     return platform, obj
 
 
-def work_model_for(op_dir: Path, name: str | None) -> roofline.WorkModel:
-    key = name or find_runner(op_dir).stem.removeprefix("test_")
-    if key not in roofline.WORK_MODELS:
-        raise ContractError(op_dir, "work model", f"no necessary-work model for {key!r}",
-                            f"pass --work-model with one of {sorted(roofline.WORK_MODELS)}")
-    return roofline.WORK_MODELS[key]
+def frozen_work_model(manifest: Manifest, source: Path) -> dict[str, Any]:
+    """The operator's necessary-work model as frozen in the manifest (never looked up by name)."""
+    model = manifest.raw.get("work_model")
+    if not model:
+        raise ContractError(source, "work_model", "is missing: SPEC.md had no 'Necessary work' section at freeze",
+                            "declare it (docs/operator-format.md); re-freeze is possible only before the first round")
+    return model
 
 
 def measure_fixed_overhead(op_dir: Path, manifest: Manifest, device_id: int) -> dict[str, dict]:
@@ -108,18 +110,17 @@ def scalar_block(row: dict[str, Any] | None, case_us: float) -> dict[str, Any]:
     dominant = share > roofline.SCALAR_DOMINANT_SHARE
     return {"dominant": dominant, "fixed_overhead_us": round(overhead, 3), "case_time_us": case_us,
             "share": float(f"{share:.6g}"), "grounds": [
-                f"same kernel on a tiny cut of its arguments {row['tiny_shapes']} takes {overhead:.3f} us "
-                f"(median of {row['calls']} calls) = fixed per-call overhead",
+                f"same kernel on a cut of its arguments that keeps the leading (row) size {row['tiny_shapes']} "
+                f"takes {overhead:.3f} us (median of {row['calls']} calls) = fixed per-call and per-row overhead",
                 f"the case takes {case_us:.3f} us (round aggregate): overhead share {share:.2%} "
                 f"{'>' if dominant else '<='} {roofline.SCALAR_DOMINANT_SHARE:.0%}"]}
 
 
-def _case_block(case, samples: list[float], manifest: Manifest, work_model, platform, platform_ref,
+def _case_block(case, samples: list[float], manifest: Manifest, model: dict[str, Any], platform, platform_ref,
                 overhead_row) -> dict[str, Any]:
     case_us, method = evidence.aggregate(samples, manifest.protocol.aggregation)
     case_us = round(case_us, 3)
-    shape = [int(d) for d in case.shape.strip("[]").split(",")]
-    work = roofline.case_work(case.id, shape, case.dtype, work_model)
+    work = roofline.case_work(case.id, case.shape, case.dtype, model, protocol.MANIFEST_NAME)
     if manifest.protocol.backend == "cpu":
         scalar = scalar_block(overhead_row, case_us)
         pipeline = {"status": "not_applicable_with_dag", "grounds": CPU_PIPELINE_GROUNDS}
@@ -136,7 +137,7 @@ def _case_block(case, samples: list[float], manifest: Manifest, work_model, plat
 
 
 def build(op_dir: str | Path, round_ref: str, *, platform_file: str | Path | None = None,
-          work_model: str | None = None, output: str | None = None) -> tuple[Path, dict[str, Any]]:
+          output: str | None = None) -> tuple[Path, dict[str, Any]]:
     """Build, validate and write ``docs/perf/terminal_evidence.json`` (or ``output``, a path inside
     the op dir, e.g. a bottleneck snapshot of an intermediate round); returns (path, document)."""
     root = Path(op_dir).resolve()
@@ -156,7 +157,7 @@ def build(op_dir: str | Path, round_ref: str, *, platform_file: str | Path | Non
     platform_ref = {"platform_id": platform.platform_id, "file": fsio.file_record(path, root),
                     "peak_status": {k: p.status for k, p in sorted(platform.peaks.items())},
                     "peak_source": {k: p.source for k, p in sorted(platform.peaks.items())}}
-    model = work_model_for(root, work_model)
+    model = frozen_work_model(manifest, manifest_path)
     overhead = cpu_overhead(root, manifest, rnd) if backend == "cpu" else {}
     cases = []
     for case in manifest.cases:
@@ -170,10 +171,8 @@ def build(op_dir: str | Path, round_ref: str, *, platform_file: str | Path | Non
                      "aggregation": manifest.protocol.aggregation, "paired": rnd.paired},
            "platform": {"platform_id": platform.platform_id, "file": platform_ref["file"],
                         "name": platform_obj["name"]},
-           "work_model": {"name": model.name, "definition": model.definition,
-                          "arithmetic_per_element": model.arithmetic_per_element,
-                          "transcendental_per_element": model.transcendental_per_element,
-                          "tensors_moved": model.tensors_moved},
+           "work_model": {"source": f"{protocol.MANIFEST_NAME}#work_model ({model['source']})",
+                          "sha256": work_model.model_sha256(model), "model": model},
            "cases": cases}
     out = fsio.safe_join(root, output, field="--output") if output else root / protocol.PERF_DIR / OUTPUT_NAME
     schemas.validate(doc, "terminal_evidence", out)
@@ -182,7 +181,18 @@ def build(op_dir: str | Path, round_ref: str, *, platform_file: str | Path | Non
 
 
 def probe(output: str | Path) -> tuple[Path, dict[str, Any]]:
-    """Measure the cpu platform peaks and write the platform file."""
-    obj = cpu_probe.probe_platform(evidence.utc_now())
+    """Measure the cpu platform peaks (in a process with the runner's environment) and write the file."""
+    with tempfile.TemporaryDirectory(prefix="platform_probe_") as scratch:
+        raw = Path(scratch) / "platform.json"
+        argv = [sys.executable, "-m", "perftune.terminal.platform_probe", "--output", str(raw),
+                "--measured-at", evidence.utc_now()]
+        try:
+            proc = subprocess.run(argv, env=runner_env(0), capture_output=True, text=True, timeout=600)
+        except (OSError, subprocess.SubprocessError) as exc:
+            raise EnvError(output, "-", f"platform probe could not run: {exc}", "check the interpreter") from None
+        if proc.returncode != 0:
+            tail = (proc.stderr.strip().splitlines() or ["no stderr"])[-1]
+            raise EnvError(output, "platform probe", f"exit {proc.returncode}: {tail}", "check numpy")
+        obj = fsio.read_json(raw, what="platform probe output")
     schemas.validate(obj, "platform", output)
     return fsio.write_json(output, obj), obj

@@ -1,9 +1,10 @@
 """Roofline terminal evidence of one case: necessary work and bytes against platform peaks (pure).
 
 A case's *necessary* work is what the semantics require, never what an implementation happens
-to do: for softmax, per element, max 1 + subtract 1 + sum 1 + scale 1 = 4 arithmetic operations
-and exp = 1 transcendental operation; necessary bytes = read the input once + write the output
-once = ``tensors_moved * elements * itemsize``. Units are SI (op/s, B/s, µs).
+to do. It comes only from the operator: SPEC.md's necessary-work section, frozen into the manifest
+as ``work_model`` and evaluated per case by :func:`perftune.contract.work_model.case_work`
+(arithmetic and transcendental operations by operation class, bytes of each tensor read or written
+once). There is no table keyed by operator name. Units are SI (op/s, B/s, µs).
 
 Floors: ``compute_floor = arithmetic / arithmetic_peak + transcendental / transcendental_peak``
 (the transcendental peak falls back to the arithmetic peak when the platform has none, and the
@@ -19,6 +20,9 @@ Status rules (first match wins; thresholds are this module's constants):
    else ``balanced_compute_movement``.
 3. ``wait_bound`` (residual): neither a roof nor fixed overhead explains the time; the core spends
    it outside the necessary work (stalls, allocation and page faults, non-vector conversion paths).
+An attained fraction above ``1 + ATTAINED_TOLERANCE`` (1.2) is impossible under a correct model and
+a correct roof: ``stage5_check.py`` P8 reports it as ``performance_evidence_invalid`` with the
+numbers (the tolerance covers the probe's own best-of-7 noise on a shared host).
 A missing measured time or fixed-overhead share is never turned into zero: the status is then
 ``insufficient_evidence`` with the reason.
 """
@@ -29,34 +33,15 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from ..contract import work_model
 from ..errors import ContractError
-from ..contract.manifest import canonical_dtype
 
 SCALAR_DOMINANT_SHARE = 0.5
 MEANINGFUL_FRACTION = 0.25
 BINDING_RATIO = 2.0
 PEAK_STATUSES = ("measured", "vendor_published", "unverified_external")
 PEAK_KEYS = ("arithmetic_ops_per_s", "transcendental_ops_per_s", "memory_bytes_per_s")
-ITEMSIZE = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "int8": 1, "int32": 4, "int64": 8}
-
-
-@dataclass(frozen=True)
-class WorkModel:
-    """Necessary work per element of an operator (see the module docstring)."""
-
-    name: str
-    arithmetic_per_element: int
-    transcendental_per_element: int
-    tensors_moved: int
-    definition: str
-
-
-WORK_MODELS = {
-    "softmax": WorkModel("softmax", 4, 1, 2, "max 1, subtract 1, sum 1, scale 1 (arithmetic); exp 1 "
-                         "(transcendental); bytes = read x once + write y once"),
-    "rmsnorm": WorkModel("rmsnorm", 4, 1, 2, "square 1, sum 1, scale 1, weight 1 (arithmetic); rsqrt 1 "
-                         "(transcendental, per element upper bound); bytes = read x + write y"),
-}
+ATTAINED_TOLERANCE = 0.2
 
 
 @dataclass(frozen=True)
@@ -80,8 +65,6 @@ class Platform:
 @dataclass(frozen=True)
 class CaseWork:
     case_id: str
-    elements: int
-    itemsize: int
     arithmetic_ops: int
     transcendental_ops: int
     bytes: int
@@ -102,22 +85,14 @@ def parse_platform(obj: dict[str, Any], source: str = "-") -> Platform:
     return Platform(obj["platform_id"], obj["backend"], peaks)
 
 
-def case_work(case_id: str, shape: list[int], dtype: str, model: WorkModel) -> CaseWork:
-    """Necessary work of one case from its shape and dtype."""
-    try:
-        name = canonical_dtype(dtype)
-    except ValueError:
-        name = str(dtype)
-    if name not in ITEMSIZE:
-        raise ContractError("-", f"{case_id}.dtype", f"no item size known for {name!r}",
-                            f"use one of {sorted(ITEMSIZE)}")
-    if not shape or any(not isinstance(d, int) or d <= 0 for d in shape):
-        raise ContractError("-", f"{case_id}.shape", f"{shape!r} is not a list of positive sizes",
-                            "use a single-tensor shape like [64,4096]")
-    elements = math.prod(shape)
-    return CaseWork(case_id, elements, ITEMSIZE[name], model.arithmetic_per_element * elements,
-                    model.transcendental_per_element * elements,
-                    model.tensors_moved * elements * ITEMSIZE[name])
+def case_work(case_id: str, shape: str, dtype: str, model: dict[str, Any], source: str = "work_model") -> CaseWork:
+    """Necessary work of one case from the frozen model, its canonical shape (named groups allowed)
+    and dtype."""
+    work = work_model.case_work(model, case_id, shape, dtype, source)
+    if work["arithmetic_ops"] + work["transcendental_ops"] <= 0:
+        raise ContractError(source, f"work_model.operations (case {case_id})", "declares no work",
+                            "declare the operations the semantics require")
+    return CaseWork(case_id, work["arithmetic_ops"], work["transcendental_ops"], work["bytes"])
 
 
 def floors_us(work: CaseWork, platform: Platform) -> dict[str, Any]:
@@ -180,8 +155,8 @@ def roofline(work: CaseWork, measured_us: float | None, platform: Platform,
         "attained_ops_per_s": _r((work.arithmetic_ops + work.transcendental_ops) / seconds) if ok else None,
         "attained_bytes_per_s": _r(work.bytes / seconds) if ok else None,
         "transcendental_rate": floors["transcendental_rate"],
-        "thresholds": {"scalar_dominant_share": SCALAR_DOMINANT_SHARE,
-                       "meaningful_fraction": MEANINGFUL_FRACTION, "binding_ratio": BINDING_RATIO},
+        "thresholds": {"scalar_dominant_share": SCALAR_DOMINANT_SHARE, "meaningful_fraction": MEANINGFUL_FRACTION,
+                       "binding_ratio": BINDING_RATIO, "attained_tolerance": ATTAINED_TOLERANCE},
     }
 
 

@@ -22,11 +22,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from ..measure import evidence
+from ..measure import correctness, evidence
 from .. import fsio
 from ..contract import manifest, protocol, schemas
 from ..errors import ContractError, PerftuneError
-from . import stage5_evidence as ev
+from . import stage5_evidence as ev, terminal_model
 
 P1_FILES = (protocol.PERFORMANCE_REPORT_MD, protocol.PERFORMANCE_JSON, protocol.PERFORMANCE_LOG,
             protocol.PERF_REPORT_MD)
@@ -177,9 +177,15 @@ def gate_p5(ctx: Context) -> list[Finding]:
     if record is None:
         return [Finding("P5", "runtime_failure", "no correctness run of the delivered sources",
                         ("run check_correctness.py",))]
-    return [Finding("P5", "precision_failure" if case.get("matched_ratio") is not None else "runtime_failure",
-                    f"P0 case {case['id']} fails its test", (str(case.get("output_tail", ""))[-300:],))
-            for case in record["cases"] if not case["passed"]]
+    out = [Finding("P5", "precision_failure" if case.get("matched_ratio") is not None else "runtime_failure",
+                   f"{'P0 case' if case.get('p0', True) else 'non-P0 test'} {case['id']} fails its test",
+                   (str(case.get("output_tail", ""))[-300:],))
+           for case in record["cases"] if not case["passed"]]
+    missing = correctness.missing_tests(ctx.op_dir, record)
+    if missing:  # the article's complete correctness run: every test of test_<op>.py, P0 or not
+        out.append(Finding("P5", "runtime_failure", f"correctness run {record['run_id']} did not run the tests "
+                           f"{missing}", ("run check_correctness.py (it runs every test)",)))
+    return out
 
 
 def gate_p6(ctx: Context) -> list[Finding]:
@@ -214,7 +220,8 @@ def gate_p8(ctx: Context) -> list[Finding]:
     man = _guard(ctx, "manifest", "stage5_contract_blocked")
     perf = _guard(ctx, "performance", "performance_evidence_invalid")
     return [Finding("P8", "performance_evidence_invalid", msg)
-            for msg in ev.terminal_problems(ctx.op_dir, man, perf, ctx.delivered_sha)]
+            for msg in ev.terminal_problems(ctx.op_dir, man, perf, ctx.delivered_sha)
+            + terminal_model.model_problems(man, terminal_model.load_record(ctx.op_dir))]
 
 
 GATES: tuple[tuple[str, str, Callable[[Context], list[Finding]]], ...] = (
@@ -222,7 +229,7 @@ GATES: tuple[tuple[str, str, Callable[[Context], list[Finding]]], ...] = (
     ("P2", "frozen contract, SPEC coverage, dispatch target, identical protocol", gate_p2),
     ("P3", "two independent complete formal rounds of the delivered code", gate_p3),
     ("P4", "every number recomputes from raw samples", gate_p4),
-    ("P5", "delivered P0 tests pass", gate_p5),
+    ("P5", "delivered tests pass (P0 and every other test)", gate_p5),
     ("P6", "golden contract and target status recomputed", gate_p6),
     ("P7", "ledger closed and the delivered version is the recomputed choice", gate_p7),
     ("P8", "terminal evidence per P0 case", gate_p8),

@@ -177,7 +177,7 @@ def golden_problems(op_dir: Path, man: manifest_mod.Manifest, baseline: evidence
 def ledger_problems(op_dir: Path) -> list[str]:
     try:
         obj = ledger.load_ledger(ledger.ledger_path(op_dir))
-        enum = ledger_sources.enumerate_sources(op_dir, ledger.case_ids_of(op_dir))
+        enum = ledger_sources.recorded_sources(op_dir, obj)
     except PerftuneError as exc:
         return [f"ledger unusable: {exc.line()}"]
     return [f"ledger {p.code}: {p.item_id}: {p.message}" for p in ledger.check(obj, enum, op_dir)]

@@ -95,12 +95,18 @@ def device_env(device_id: int, base_env: Mapping[str, str] | None = None) -> dic
     return env
 
 
+BLAS_THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
 def runner_env(device_id: int, base_env: Mapping[str, str] | None = None) -> dict[str, str]:
-    """:func:`device_env` plus ``scripts/`` on ``PYTHONPATH`` so ``-m perftune...`` resolves."""
+    """:func:`device_env` plus ``scripts/`` on ``PYTHONPATH`` so ``-m perftune...`` resolves, and BLAS
+    thread pools of 1 unless the environment sets them (a shared host makes BLAS threads spin)."""
     env = device_env(device_id, base_env)
     parts = [str(SCRIPTS_DIR)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
     env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(parts))
     env.setdefault("PYTHONHASHSEED", str(protocol.SEED))
+    for name in BLAS_THREAD_VARS:  # single-threaded kernels, as the platform probe measures them
+        env.setdefault(name, "1")
     return env
 
 

@@ -1,0 +1,68 @@
+"""The Stage 5 step list, shared by SKILL.md and the driver (pure data).
+
+SKILL.md (skills/pypto-pro-op-perf-tune/SKILL.md) owns the commands: each procedure command is a
+fenced block opened by ```` ```bash step=<key> ````. The keys appear in SKILL.md in the
+order of :data:`ORDER` (``tests/demo/test_skill_steps.py`` checks both ways), and the driver runs a
+script only through :func:`perftune.demo.skill.Skill.command` of one of these keys, so the demo can
+never do what the SKILL does not say. ``phase``: ``prepare`` (once), ``item`` (per ledger item,
+in the SKILL's loop), ``finish`` (once, after the loop).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Step:
+    key: str
+    phase: str
+    script: str
+    title: str
+
+
+STEPS = (
+    Step("correctness", "prepare", "check_correctness.py", "complete correctness run (every test; no manifest needed)"),
+    Step("freeze", "prepare", "freeze_cases.py", "freeze the contract (cpu Op Name: the kernel)"),
+    Step("golden", "prepare", "collect_golden_reference.py", "golden reference, once"),
+    Step("platform", "prepare", "terminal_evidence.py", "cpu platform roof, probed on the measuring host"),
+    Step("preflight", "prepare", "collect_perf.py", "selector preflight"),
+    Step("baseline", "prepare", "collect_perf.py", "formal baseline round"),
+    Step("ledger_init", "prepare", "ledger.py", "open the ledger on the recorded sources"),
+    Step("ledger_show", "prepare", "ledger.py", "read the enumerated items"),
+    Step("close_preset", "prepare", "ledger.py", "close items that need no experiment, with grounds"),
+    Step("record_baseline", "prepare", "select_best.py", "record the baseline as candidate v000"),
+    Step("bottleneck_profile", "item", "terminal_evidence.py", "profile of the current best (derived items)"),
+    Step("derived_add", "item", "ledger.py", "register a bottleneck_derived item"),
+    Step("hypothesis", "item", "ledger.py", "write the hypothesis into the item before the edit"),
+    Step("quick", "item", "collect_perf.py", "quick screen of the edited code"),
+    Step("quick_compare", "item", "compare_perf.py", "promotion by the frozen rule"),
+    Step("paired_formal", "item", "collect_perf.py", "formal round paired with the current best"),
+    Step("formal_compare", "item", "compare_perf.py", "formal compare against the current best"),
+    Step("record", "item", "select_best.py", "record an accepted version"),
+    Step("close_item", "item", "ledger.py", "close the item with its evidence"),
+    Step("sweep", "finish", "ledger.py", "final candidate sweep"),
+    Step("ledger_check", "finish", "ledger_check.py", "the ledger is closed"),
+    Step("choose", "finish", "select_best.py", "recomputed choice of the best version"),
+    Step("stage4", "finish", "stage4_gates.py", "static gates on the chosen code"),
+    Step("final_formal", "finish", "collect_perf.py", "final formal round paired with the baseline"),
+    Step("final_compare", "finish", "compare_perf.py", "final vs baseline"),
+    Step("confirm", "finish", "select_best.py", "the final round confirms the ranking"),
+    Step("terminal", "finish", "terminal_evidence.py", "terminal evidence of the final round"),
+    Step("report", "finish", "perf_report.py", "the report"),
+    Step("verify", "finish", "stage5_check.py", "the verifier"),
+)
+ORDER = tuple(s.key for s in STEPS)
+BY_KEY = {s.key: s for s in STEPS}
+ITEM_STARTS = ("bottleneck_profile", "hypothesis")
+
+
+def order_problems(ran: list[str]) -> list[str]:
+    """Where a run's step keys leave the SKILL's order: each step follows an earlier or the same step,
+    except that a new item restarts the loop; ``correctness`` (step 1) recurs wherever the SKILL
+    says to run it again. Unknown keys are problems too."""
+    unknown = [k for k in ran if k not in BY_KEY]
+    seq = [k for k in ran if k in BY_KEY and k != "correctness"]
+    back = [f"{a} -> {b}" for a, b in zip(seq, seq[1:]) if ORDER.index(a) > ORDER.index(b)
+            and not (b in ITEM_STARTS and BY_KEY[a].phase == "item")]
+    return [f"unknown step {k}" for k in unknown] + [f"out of order: {x}" for x in back]

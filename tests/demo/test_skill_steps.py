@@ -1,0 +1,55 @@
+"""SKILL.md owns the step order: its step blocks and the driver's step list agree, both ways."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from conftest import ROOT
+from perftune.demo import skill, steps
+from perftune.errors import ContractError
+
+SKILL = skill.load()
+
+
+def test_the_skill_has_one_block_per_step_in_the_step_list_order():
+    assert SKILL.order == steps.ORDER
+
+
+@pytest.mark.parametrize("key", steps.ORDER)
+def test_each_step_block_runs_its_script_with_known_placeholders_and_json(key):
+    command = SKILL.command(key)
+    assert command.startswith(f"python ${{CLAUDE_PLUGIN_ROOT}}/scripts/{steps.BY_KEY[key].script}")
+    assert command.endswith("--json")
+    words = set(re.findall(r"\b[A-Z][A-Z0-9_]{2,}\b", command)) - {"PERFORMANCE_CASES", "CLAUDE_PLUGIN_ROOT"}
+    assert words <= set(skill.NAMES), words - set(skill.NAMES)
+
+
+def test_every_placeholder_is_explained_in_the_step_values_table():
+    table = (skill.SKILL_MD.parent / "references" / "step-values.md").read_text()
+    assert {n for n in skill.NAMES if f"`{n}`" not in table} == set()
+    assert "step-values.md" in skill.SKILL_MD.read_text()
+
+
+def test_fill_expands_lists_drops_flags_without_value_and_refuses_an_unknown_name():
+    argv = skill.fill("python ${CLAUDE_PLUGIN_ROOT}/scripts/ledger.py update --op-dir DIR --reason-code REASON_CODE "
+                      "--formal FORMAL_IDS --quick QUICK_ID --note \"NOTE\" --restore-point DIR/docs/perf/versions/BEST_VERSION",
+                      {"DIR": "/op", "REASON_CODE": None, "FORMAL_IDS": ["a", "b"], "QUICK_ID": [], "NOTE": "x y",
+                       "BEST_VERSION": "v1"})
+    assert argv[1:] == [str(ROOT / "scripts/ledger.py"), "update", "--op-dir", "/op", "--formal", "a", "b",
+                        "--note", "x y", "--restore-point", "/op/docs/perf/versions/v1"]
+    with pytest.raises(ContractError, match="placeholders without a value: \\['RUN_ID'\\]"):
+        skill.fill("python x.py --correctness RUN_ID", {})
+
+
+def test_two_blocks_for_one_step_are_refused():
+    block = "```bash step=choose\npython x.py\n```\n"
+    with pytest.raises(ContractError, match="has two command blocks"):
+        skill.parse(block + block, "SKILL.md")
+
+
+def test_the_optimizer_prompt_runs_the_skill_to_its_last_step():
+    agent = (ROOT / "agents/pypto-pro-op-optimizer.md").read_text()
+    last = re.findall(r"^(\d+)\. \*\*", skill.SKILL_MD.read_text(), re.M)[-1]
+    assert f"procedure step {last}" in agent
