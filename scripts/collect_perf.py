@@ -3,15 +3,19 @@
 
 Every protocol value (backend, device, warmup, repeats, op name, seed) comes from the frozen
 PERFORMANCE_CASES.json; --backend/--device/--warmup/--repeats/--op-name are only accepted when
-they equal it (a contradiction exits 2). The selector preflight runs before any formal or quick
+they equal it (a contradiction exits 2). list-op-names (discovery) also works before freezing:
+the case comes from SPEC.md, --backend and --device say where to run it, and the table is kept
+in docs/perf/discovery/discovery_NNN.json for freeze_cases.py freeze --op-name-from. The selector preflight runs before any formal or quick
 collection. Every subprocess gets TILE_FWK_DEVICE_ID and never ASCEND_RT_VISIBLE_DEVICES.
 
 usage:
-  collect_perf.py formal --op-dir DIR [--retry N] [--paired-with VERSION_DIR] [--json]
+  collect_perf.py formal --op-dir DIR [--retry N] [--paired-with VERSION_DIR] [--devices 0,1,..] [--json]
   collect_perf.py quick --op-dir DIR [--json]
-  collect_perf.py list-op-names --op-dir DIR --case-id ID [--backend B --device N] [--json]
-                                (before the freeze: a temporary manifest from SPEC.md; --backend needed)
+  collect_perf.py list-op-names --op-dir DIR --case-id ID [--backend B] [--device N] [--json]
   collect_perf.py preflight --op-dir DIR [--json]
+  collect_perf.py batch --op-dirs DIR [DIR ...] --shared-dir DIR (--devices 0,1,.. | --emit slurm
+                        --cards-per-task N --output FILE) [--json]
+  collect_perf.py merge --shared-dir DIR [--json]
 
 example:
   python3 scripts/collect_perf.py formal --op-dir custom/softmax --retry 1
@@ -23,13 +27,12 @@ exit codes: 0 complete, 1 a round/preflight failed (kept, marked failed, with th
 from __future__ import annotations
 
 import sys
-import tempfile
 from pathlib import Path
 
-from perftune.measure import collect
+from perftune.measure import batch, collect, devices, discovery
 from perftune import fsio
 from perftune.argv import add_json_flag, parser_from_doc
-from perftune.errors import run_cli
+from perftune.errors import ContractError, run_cli
 
 HELP = {"formal": "a new docs/perf/round_NNN (formal compare evidence)", "preflight": "the selector preflight only",
         "quick": "a quick screen in docs/perf/quick/quick_NNN (never ranks)",
@@ -48,30 +51,40 @@ def build_parser():
     sub.choices["formal"].add_argument("--retry", type=int, default=0, help="extra attempts per failed case")
     sub.choices["formal"].add_argument("--paired-with", type=Path, metavar="VERSION_DIR", help="saved baseline "
                                        "sources; interleave baseline/candidate per repeat")
+    sub.choices["formal"].add_argument("--devices", help="cards to run cases on at the same time (case i on card "
+                                       "i mod n, one case per card, a lock per card)")
     sub.choices["list-op-names"].add_argument("--case-id", required=True, help="one known case id")
+    many = sub.add_parser("batch", help="formal rounds of several operators across the cards (or a Slurm array)")
+    many.add_argument("--op-dirs", nargs="+", required=True, help="frozen operator folders")
+    for command in (many, sub.add_parser("merge", help="the consolidated summary of a batch's task results")):
+        command.add_argument("--shared-dir", required=True, help="folder of results/ and batch_summary.json")
+        add_json_flag(command)
+    many.add_argument("--devices", help="cards of this host, e.g. 0,1,2,3,4,5,6,7")
+    many.add_argument("--emit", choices=("slurm",), help="write a Slurm job-array script instead of running")
+    many.add_argument("--cards-per-task", type=int, default=8, help="Slurm: cards per array task (default 8)")
+    many.add_argument("--output", help="Slurm: the script file to write (never overwritten)")
     return parser
 
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command in ("batch", "merge"):
+        return _batch(args)
     given = collect.Overrides(args.backend, args.device, args.warmup, args.repeats, args.op_name)
-    if args.command == "list-op-names":  # discovery also works before the freeze (a temporary manifest)
-        with tempfile.TemporaryDirectory(prefix="perftune_discovery_") as scratch:
-            ctx = collect.prepare_discovery(args.op_dir, given, Path(scratch))
-            result = {"status": "complete", "rows": collect.list_op_names(ctx, args.case_id)}
-        return show(args, result)
-    ctx = collect.prepare(args.op_dir, given)
     say = (lambda line: print(line, file=sys.stderr, flush=True)) if args.json else print
-    if args.command == "formal":
-        result = collect.run_formal(ctx, retry=args.retry, paired_with=args.paired_with, progress=say)
+    if args.command == "list-op-names":
+        if (Path(args.op_dir) / "PERFORMANCE_CASES.json").exists():
+            collect.prepare(args.op_dir, given, check_env=False)  # a contradiction of the frozen protocol exits 2
+        path, record = discovery.discover(args.op_dir, args.case_id, backend=args.backend, device=args.device)
+        result = {"status": "complete", "rows": record["rows"], "record": str(path)}
+    elif args.command == "formal":
+        ctx = collect.prepare(args.op_dir, given)
+        cards = devices.parse_devices(args.devices) if args.devices else None
+        result = collect.run_formal(ctx, retry=args.retry, paired_with=args.paired_with, progress=say, devices=cards)
     elif args.command == "quick":
-        result = collect.run_quick(ctx, progress=say)
-    else:
-        result = {"status": "complete", "probes": collect.run_preflight(ctx)}
-    return show(args, result)
-
-
-def show(args, result) -> int:
+        result = collect.run_quick(collect.prepare(args.op_dir, given), progress=say)
+    elif args.command == "preflight":
+        result = {"status": "complete", "probes": collect.run_preflight(collect.prepare(args.op_dir, given))}
     if args.json:
         print(fsio.dumps(result), end="")
     elif args.command == "list-op-names":
@@ -79,12 +92,27 @@ def show(args, result) -> int:
         for row in result["rows"]:
             total = row["total_duration_us"]  # missing is never zero
             print(f"{row['count']}\t{row['task_type']}\t{'N/A' if total is None else f'{total:.3f}'}\t{row['exact_op_name']}")
+        print(f"discovery record: {result['record']}", file=sys.stderr)
     elif args.command == "preflight":
         print(f"preflight ok: {len(result['probes']) - 1} cases select exactly one case; unknown id refused")
     else:
         print(f"{result['collection_id']}: {result['status']} ({result.get('round') or result.get('path')})"
               + (f": {result['failure']}" if result.get("failure") else ""))
     return 0 if result["status"] == "complete" else 1
+
+
+def _batch(args) -> int:
+    if args.command == "merge":
+        result = batch.merge(args.shared_dir)
+    elif args.emit:
+        result = {"script": str(batch.slurm_script(args.op_dirs, args.shared_dir, args.cards_per_task, args.output or ""))}
+    elif not args.devices:
+        raise ContractError("collect_perf.py", "--devices", "is missing", "list this host's cards, or --emit slurm")
+    else:
+        result = batch.run_local(args.op_dirs, devices.parse_devices(args.devices), args.shared_dir)
+    print(fsio.dumps(result), end="") if args.json else print(
+        result.get("script") or f"{result['complete']} complete, {result['failed']} failed: {args.shared_dir}")
+    return 0 if result.get("script") or not result["failed"] else 1
 
 
 if __name__ == "__main__":

@@ -7,11 +7,14 @@ an earlier performance.json), applies the frozen decision rule of PERFORMANCE_CA
 A paired candidate round carries its own baseline samples (used for the speed-up); --baseline
 still names the independent baseline round that is cited. `quick` compares a quick screen with
 the formal baseline and writes docs/perf/quick/quick_NNN/quick_compare.json (never_ranks: true);
-it never touches the formal files.
+it never touches the formal files. `calibrate` (right after the baseline, before any candidate)
+measures the A/A noise of the baseline code and freezes docs/perf/calibration.json: every later
+decision uses the band max(frozen noise_band, measured noise).
 
 usage:
   compare_perf.py formal --op-dir DIR --baseline ROUND --candidate ROUND [--json]
-  compare_perf.py quick --op-dir DIR --baseline ROUND --quick QUICK [--json]
+  compare_perf.py quick --op-dir DIR --baseline ROUND --quick QUICK [--cases ID ...] [--json]
+  compare_perf.py calibrate --op-dir DIR --rounds ROUND [ROUND] [--json]
   (ROUND: round_NNN or a collection id; QUICK: quick_NNN or a collection id)
 
 example:
@@ -26,7 +29,7 @@ from __future__ import annotations
 
 import sys
 
-from perftune.decide import compare
+from perftune.decide import calibration, compare
 from perftune import fsio
 from perftune.argv import add_json_flag, parser_from_doc
 from perftune.errors import run_cli
@@ -39,19 +42,29 @@ def build_parser():
     sub = parser.add_subparsers(dest="command", required=True)
     formal = sub.add_parser("formal", help="formal compare -> performance.json/.log, perf_report.md, figures")
     quick = sub.add_parser("quick", help="quick screen vs the formal baseline (never ranks)")
+    cal = sub.add_parser("calibrate", help="freeze the effective noise band from 1-2 baseline rounds")
+    cal.add_argument("--op-dir", required=True, help="operator directory (custom/<op>)")
+    cal.add_argument("--rounds", nargs="+", required=True, help="one or two formal rounds of the baseline code")
+    add_json_flag(cal)
     for command in (formal, quick):
         command.add_argument("--op-dir", required=True, help="operator directory (custom/<op>)")
         command.add_argument("--baseline", required=True, help="baseline round: round_NNN or collection id")
         add_json_flag(command)
     formal.add_argument("--candidate", required=True, help="candidate (final) round: round_NNN or collection id")
     quick.add_argument("--quick", required=True, help="quick result: quick_NNN or collection id")
+    quick.add_argument("--cases", nargs="+", help="the item's case scope (target cases; default all targets)")
     return parser
 
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command == "calibrate":
+        out = calibration.calibrate(args.op_dir, args.rounds)
+        print(fsio.dumps(out) if args.json else f"measured A/A noise {out['measured_noise']:.4f} ({out['kind']}); "
+              f"effective band {out['effective_band']:.4f} frozen in docs/perf/calibration.json", end="\n" * (not args.json))
+        return 0
     if args.command == "quick":
-        result, path = compare.load_quick_compare(args.op_dir, args.baseline, args.quick)
+        result, path = compare.load_quick_compare(args.op_dir, args.baseline, args.quick, args.cases)
         fsio.write_json(path, result)
         rows = [f"{r['case']}: speedup {fmt(r['speedup'], '.4f')} {fmt_ci(r['speedup_ci'])} {r['verdict']}"
                 for r in result["per_case"]]
@@ -66,7 +79,8 @@ def main(argv=None) -> int:
         for r in perf["per_case"]:
             print(f"{r['case']}: speedup {fmt(r['speedup'], '.4f')} {fmt_ci(r['speedup_ci'])} {r['verdict']}")
         suite = perf["suite"]
-        print(f"suite mean_case_speedup {fmt(suite['mean_case_speedup'], '.4f')} {fmt_ci(suite['ci'])}; "
+        print(f"suite {suite['metric']} {fmt(suite['score'], '.4f')} {fmt_ci(suite['ci'])}; "
+              f"item acceptance: {perf['item_acceptance']['status']}; "
               f"target ({perf['effective_target']['source']}): {perf['effective_target']['status']}; "
               f"wrote {paths['json']}")
     return compare.exit_code(perf)

@@ -12,14 +12,17 @@ listed in docs/perf/manifest_history.json. After the first round a re-freeze is 
 
 usage:
   freeze_cases.py freeze --op-dir DIR --target-case-ids ID [ID ...] --selection-mode MODE
-                         --backend cpu|msprof --op-name NAME [--device N] [--warmup N] [--repeats N]
-                         [--replace REASON] [--json]
+                         --backend cpu|msprof (--op-name NAME | --op-name-from RECORD [--op-name NAME])
+                         [--device N] [--warmup N] [--repeats N] [--replace REASON] [--json]
   freeze_cases.py validate --op-dir DIR [--json]
   freeze_cases.py show --op-dir DIR [--json]
 
 example:
   python3 scripts/freeze_cases.py freeze --op-dir custom/rmsnorm --target-case-ids b4_h4096_fp32 \
       --selection-mode user_selected --backend cpu --op-name rmsnorm_kernel --repeats 10
+
+--op-name-from takes the name from a discovery record (collect_perf.py list-op-names) and checks
+it: same backend and device, the runner unchanged since discovery, the name launched once.
 
 exit codes: 0 ok, 2 usage/contract error (message names file, field and fix).
 """
@@ -34,7 +37,8 @@ from perftune import fsio
 from perftune.contract import freeze as freezing, frozen_inputs, manifest, op_name, protocol
 from perftune.measure import evidence
 from perftune.argv import add_json_flag, parser_from_doc
-from perftune.errors import run_cli
+from perftune.errors import ContractError, run_cli
+from perftune.measure import discovery
 
 
 def build_parser():
@@ -45,8 +49,10 @@ def build_parser():
     freeze.add_argument("--target-case-ids", nargs="+", required=True, help="optimisation target case ids")
     freeze.add_argument("--selection-mode", required=True, choices=protocol.SELECTION_MODES)
     freeze.add_argument("--backend", required=True, choices=protocol.BACKENDS)
-    freeze.add_argument("--op-name", required=True, help="exact timed Op Name (msprof: from discovery; cpu: "
+    freeze.add_argument("--op-name", help="exact timed Op Name (msprof: from discovery; cpu: "
                         f"{op_name.DEFINITION})")
+    freeze.add_argument("--op-name-from", metavar="RECORD", help="discovery record docs/perf/discovery/"
+                        "discovery_NNN.json: take (or check) the op name there")
     freeze.add_argument("--device", type=int, default=0, help="physical device id (default 0)")
     freeze.add_argument("--warmup", type=int, default=protocol.DEFAULT_WARMUP)
     freeze.add_argument("--repeats", type=int, default=protocol.DEFAULT_REPEATS)
@@ -55,6 +61,12 @@ def build_parser():
     freeze.add_argument("--decision-method", choices=protocol.DECISION_METHODS, default="bootstrap")
     freeze.add_argument("--noise-band", type=float, default=protocol.DEFAULT_DECISION["noise_band"])
     freeze.add_argument("--quick-min-speedup", type=float, default=protocol.DEFAULT_PROMOTION["quick_min_speedup"])
+    freeze.add_argument("--promotion-rule", choices=protocol.PROMOTION_RULES, default=protocol.DEFAULT_PROMOTION["rule"])
+    freeze.add_argument("--aggregate-metric", choices=protocol.AGGREGATE_METRICS, default=protocol.AGGREGATE_METRIC)
+    freeze.add_argument("--multiplicity", choices=protocol.MULTIPLICITY, default="bonferroni")
+    freeze.add_argument("--max-remeasurements", type=int, default=protocol.DEFAULT_MAX_REMEASUREMENTS)
+    freeze.add_argument("--processes", type=int, default=protocol.DEFAULT_PROCESSES,
+                        help="processes a case's repeats are spread over (cpu; must divide --repeats)")
     freeze.add_argument("--test-file", help="test file name inside --op-dir (default test_<op>.py)")
     freeze.add_argument("--replace", metavar="REASON", help="re-freeze (only while no round exists); the old "
                         "manifest is kept in docs/perf/manifest_history/")
@@ -70,11 +82,19 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     path = Path(args.op_dir) / protocol.MANIFEST_NAME
     if args.command == "freeze":
+        if args.op_name_from:
+            args.op_name = discovery.op_name_from_record(args.op_name_from, args.op_dir, backend=args.backend,
+                                                         device=args.device, op_name=args.op_name)
+        elif not args.op_name:
+            raise ContractError("freeze_cases.py", "--op-name", "is missing", "pass --op-name or --op-name-from")
         proto = manifest.make_protocol(
             backend=args.backend, device_id=args.device, warmup=args.warmup, repeats=args.repeats,
             op_name=args.op_name, seed=args.seed, aggregation=args.aggregation,
-            decision={"method": args.decision_method, "noise_band": args.noise_band},
-            promotion={"quick_min_speedup": args.quick_min_speedup})
+            decision={"method": args.decision_method, "noise_band": args.noise_band,
+                      "multiplicity": args.multiplicity},
+            promotion={"quick_min_speedup": args.quick_min_speedup, "rule": args.promotion_rule},
+            aggregate_metric=args.aggregate_metric, max_remeasurements=args.max_remeasurements,
+            processes=args.processes)
         manifest.check_protocol_values(proto, "freeze_cases.py")
         with frozen_inputs.recorded(args.op_dir, replace=args.replace):
             path, obj, report = freezing.freeze(args.op_dir, target_case_ids=args.target_case_ids,

@@ -20,8 +20,10 @@ example:
   python3 scripts/select_best.py record --op-dir custom/softmax --version-id v1-fp32 --round round_002 \
       --items general-18 --correctness c002-1a2b3c4d --compliance "stage4_gates.py: PASS"
 
-exit codes: 0 ok / chosen / confirmed; 1 no eligible candidate, or the final round differs from
-the ranking by more than the stability band (re-measure, never cherry-pick); 2 usage/contract error.
+exit codes: 0 ok / chosen / confirmed; 1 no eligible candidate, or the final round is not shown
+equivalent to the ranking (inconsistent or unresolved: re-measure within the frozen limit, never
+cherry-pick; each attempt is stored in docs/perf/confirm.json); 2 usage/contract error (also: the
+limit of confirm attempts is reached).
 """
 
 from __future__ import annotations
@@ -70,8 +72,9 @@ def main(argv=None) -> int:
         text, code = "\n".join(rows + [f"chosen: {out['chosen']} - {out['reason']}"]), 0 if out["chosen"] else 1
     else:
         out = candidates.confirm(args.op_dir, args.final_round)
-        text = (f"{out['chosen']}: final/ranking score ratio {out['ratio']:.4f} (CI {out['ratio_ci']}), "
-                f"band 1±{out['delta']:.4f}: {'consistent' if out['consistent'] else 'DIFFERS - ' + out['action']}")
+        text = (f"{out['chosen']}: final/ranking score ratio {out['ratio']:.4f} (CI {out['ratio_ci']}), band "
+                f"[{out['band'][0]:.4f}, {out['band'][1]:.4f}]: {out['status']} (attempt {out['attempt']} of "
+                f"{out['limit']}){'' if out['consistent'] else ' - ' + out['action']}")
         code = 0 if out["consistent"] else 1
     print(fsio.dumps(out), end="") if args.json else print(text)
     return code

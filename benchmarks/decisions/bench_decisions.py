@@ -8,6 +8,9 @@ Targets (issue 9): our A/A false-positive rate <= 5 % at every setting, our powe
 2 % noise / 10 repeats >= 90 %. A few sample pairs are also written as pyperf JSON suites and run
 through the real ``python -m pyperf compare_to`` CLI to check that the API call agrees with it.
 pyperf must be importable (``run_all.py`` installs it). Settings run in parallel processes.
+Between-process grid (#23): 10 repeats, noise 2 %, process noise 5 %, 1 process (all repeats in
+one process: what a cpu round did) and 5 processes × 2 repeats (two-level CI), effects 0/10/30 %;
+reported as ``process_level`` with the A/A false-verdict and power of every rule.
 
 usage:
   python benchmarks/decisions/bench_decisions.py [--out DIR] [--sims N] [--jobs N] [--smoke]
@@ -56,6 +59,15 @@ def cli_agreement(pairs: int = 6) -> dict:
     return {"agree": agree, "total": len(rows), "rows": rows}
 
 
+PROCESS_GRID = [Setting(10, 0.02, e, 0.05, p) for p in (1, 5) for e in (0.0, 0.10, 0.30)]
+
+
+def process_summary(results: list[dict]) -> list[dict]:
+    return [{"processes": r["processes"], "process_noise": r["process_noise"], "effect": r["effect"],
+             **{rule: r["rates"][rule]["any" if r["effect"] == 0.0 else "faster"] for rule in simulate.RULES}}
+            for r in results]
+
+
 def summary(results: list[dict]) -> dict:
     out = {}
     for rule in simulate.RULES:
@@ -82,14 +94,17 @@ def main() -> int:
     repeats, noises, effects = ((5, 10), (0.02,), (0.0, 0.05)) if args.smoke else (REPEATS, NOISES, EFFECTS)
     sims = 10 if args.smoke else args.sims
     grid = [(Setting(n, s, e), sims * (2 if e == 0.0 else 1)) for n in repeats for s in noises for e in effects]
+    process_grid = [(s, sims * (2 if s.effect == 0.0 else 1)) for s in (PROCESS_GRID[:2] if args.smoke else PROCESS_GRID)]
     with Pool(args.jobs) as pool:
         results = pool.map(_run, grid, chunksize=1)
+        process_results = pool.map(_run, process_grid, chunksize=1)
     result = {"benchmark": "decisions", "smoke": args.smoke, "outlier_probability": simulate.OUTLIER_P,
               "outlier_multiplier": list(simulate.OUTLIER_RANGE), "decision": vars(simulate.DECISION),
               "aggregation": simulate.AGGREGATION, "upstream_band": simulate.UPSTREAM_BAND,
               "targets": {"aa_false_positive_max": FP_TARGET, "power_min": POWER_TARGET,
                           "power_setting": vars(POWER_AT)},
-              "results": results, "summary": summary(results), "pyperf_cli_check": cli_agreement(3 if args.smoke else 6)}
+              "results": results, "summary": summary(results),
+              "process_level": {"results": process_results, "summary": process_summary(process_results)}, "pyperf_cli_check": cli_agreement(3 if args.smoke else 6)}
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "decisions.json").write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
     from figures import decision_figures
@@ -97,6 +112,9 @@ def main() -> int:
     for rule, row in result["summary"].items():
         print(f"decisions {rule}: worst A/A {row['worst_aa_false_positive']:.1%}, power(5%,2%,10) "
               f"{row['power_5pct_2pct_10rep']:.1%}, targets met: {row['meets_targets']}")
+    for row in result["process_level"]["summary"]:
+        print(f"process-level P={row['processes']} effect {row['effect']:.0%}: "
+              + ", ".join(f"{rule} {row[rule]:.1%}" for rule in simulate.RULES))
     return 0
 
 

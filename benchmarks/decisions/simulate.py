@@ -6,6 +6,12 @@ like a context switch or a clock dip). The candidate's base time is ``base_us / 
 so ``effect`` is the true speed-up minus 1. Both arms come from one seeded generator per setting;
 all three rules judge exactly the same pairs.
 
+Between-process variance (#23): with ``process_noise > 0`` each arm's repeats are spread over
+``processes`` processes and every process multiplies its repeats by its own
+``lognormal(0, process_noise)`` draw (process state: memory placement, core, page luck), drawn once
+per process; ``ours`` then gets the process index of every sample (two-level bootstrap), the other
+rules see the flat samples as they would.
+
 Rules, each returning ``faster``, ``slower`` or ``same``:
 - ``ours``: :func:`perftune.decide.stats.compare_samples` with the frozen default decision
   (``manifest.make_protocol`` defaults: bootstrap, 95 %, band 1 %, 10,000 resamples, seed 42,
@@ -41,15 +47,22 @@ class Setting:
     repeats: int
     noise: float
     effect: float
+    process_noise: float = 0.0
+    processes: int = 1
 
 
 def samples(setting: Setting, sims: int, seed: int = protocol.SEED) -> tuple[np.ndarray, np.ndarray]:
     """``(baseline, candidate)`` arrays of shape (sims, repeats), in microseconds."""
     key = [seed, setting.repeats, round(setting.noise * 1e4), round(setting.effect * 1e4)]
+    if setting.process_noise:
+        key += [round(setting.process_noise * 1e4), setting.processes]
     rng = np.random.default_rng(key)
 
     def arm(centre: float) -> np.ndarray:
         values = centre * rng.lognormal(0.0, setting.noise, (sims, setting.repeats))
+        if setting.process_noise:
+            per = rng.lognormal(0.0, setting.process_noise, (sims, setting.processes))
+            values = values * np.repeat(per, setting.repeats // setting.processes, axis=1)
         hit = rng.random((sims, setting.repeats)) < OUTLIER_P
         return np.where(hit, values * rng.uniform(*OUTLIER_RANGE, (sims, setting.repeats)), values)
 
@@ -57,8 +70,10 @@ def samples(setting: Setting, sims: int, seed: int = protocol.SEED) -> tuple[np.
     return baseline, arm(BASE_US / (1.0 + setting.effect))
 
 
-def ours(baseline: np.ndarray, candidate: np.ndarray) -> str:
-    verdict = stats.compare_samples(baseline, candidate, DECISION, aggregation=AGGREGATION).verdict
+def ours(baseline: np.ndarray, candidate: np.ndarray, processes: int = 1) -> str:
+    groups = np.repeat(np.arange(processes), baseline.size // processes).tolist() if processes > 1 else None
+    verdict = stats.compare_samples(baseline, candidate, DECISION, aggregation=AGGREGATION,
+                                    groups_b=groups, groups_c=groups).verdict
     return verdict if verdict in ("faster", "slower") else "same"
 
 
@@ -94,7 +109,9 @@ def rates(setting: Setting, sims: int) -> dict:
     baseline, candidate = samples(setting, sims)
     out = {}
     for name, rule in RULES.items():
-        calls = [rule(b, c) for b, c in zip(baseline, candidate)]
+        extra = (setting.processes,) if name == "ours" else ()
+        calls = [rule(b, c, *extra) for b, c in zip(baseline, candidate)]
         out[name] = {"faster": calls.count("faster") / sims, "slower": calls.count("slower") / sims}
         out[name]["any"] = out[name]["faster"] + out[name]["slower"]
-    return {"repeats": setting.repeats, "noise": setting.noise, "effect": setting.effect, "sims": sims, "rates": out}
+    return {"repeats": setting.repeats, "noise": setting.noise, "effect": setting.effect, "sims": sims,
+            "process_noise": setting.process_noise, "processes": setting.processes, "rates": out}

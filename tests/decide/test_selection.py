@@ -111,19 +111,36 @@ def test_selection_is_deterministic_and_independent_of_later_candidates():
         assert row(more, version)["ratio_ci"] == row(first, version)["ratio_ci"]
 
 
-def test_delta_is_the_larger_of_the_frozen_band_and_the_baseline_aa_noise():
-    drifting = {"a": [100, 100, 100, 100, 100, 120, 120, 120, 120, 120], "b": [100.0] * 10}
+def test_delta_is_frozen_and_drift_is_only_reported():
+    drifting = {"a": [100, 100, 100, 100, 100, 120, 120, 120, 120, 120], "b": [100.0] * 10, "c": [1.0] * 10}
     man = make_manifest()
     aa = stats.aa_noise(drifting["a"], man.protocol.decision, "median")
     assert aa is not None and aa > 0.01
-    assert selection.delta_of(drifting, man) == aa
-    assert selection.delta_of(const(100, n=10), man) == 0.01
+    assert selection.delta_of(man) == 0.01
+    result = selection.select(entries("v0", "v1"), {"v0": drifting, "v1": const(90, n=10)}, man)
+    assert result["rule"]["delta"] == 0.01 and result["rule"]["baseline_drift"] == {"a": aa, "b": 0.0}
+    assert result["rule"]["stable"] is False
+
+
+def test_a_version_the_final_gate_would_fail_is_never_chosen():
+    # v1: (2, 0.8) mean 1.4 beats v2's uniform 1.08, but case b is slower: ineligible
+    rounds = {"v0": const(100), "v1": {"a": [50.0] * 5, "b": [125.0] * 5, "c": [1.0] * 5}, "v2": const(100 / 1.08)}
+    result = selection.select(entries("v0", "v1", "v2"), rounds, make_manifest())
+    assert row(result, "v1")["score"] == pytest.approx(1.4) and not row(result, "v1")["eligible"]
+    assert row(result, "v1")["ineligible_reason"] == "would_fail_gate: slower target cases ['b']"
+    assert result["chosen"] == "v2"
 
 
 def test_confirm_flags_a_final_round_outside_the_stability_band():
     man = make_manifest()
     same = selection.confirm(const(80), const(80.4), const(100), man)
     assert same["consistent"] is True and same["ratio"] == pytest.approx(80 / 80.4, abs=1e-12)
+    assert same["status"] == "consistent" and same["band"] == [1 / 1.01, 1.01]
     off = selection.confirm(const(80), const(70), const(100), man)
     assert off["consistent"] is False and off["ratio"] == pytest.approx(80 / 70, abs=1e-12)
+    assert off["status"] == "inconsistent"
+    rng = np.random.default_rng(2)
+    noisy = {c: list(80 * rng.lognormal(0, 0.05, 5)) for c in "abc"}
+    wide = selection.confirm(const(80), noisy, const(100), man)
+    assert wide["status"] == "unresolved" and wide["ratio_ci"][0] < 1 / 1.01 < wide["ratio_ci"][1]
     assert "never cherry-pick" in off["action"]

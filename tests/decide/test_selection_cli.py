@@ -156,7 +156,19 @@ def test_confirm_compares_an_independent_final_round(work):
     assert out["chosen"] == "v1" and out["final_collection_id"].endswith("round_003")
     assert (proc.returncode == 0) == out["consistent"]
     low, high = out["ratio_ci"]
-    assert out["consistent"] == (high >= 1 - out["delta"] and low <= 1 + out["delta"])
+    lower, upper = 1 / (1 + out["delta"]), 1 + out["delta"]
+    assert out["consistent"] == (lower <= low and high <= upper)
+    assert out["status"] == ("consistent" if out["consistent"] else
+                             "inconsistent" if high < lower or low > upper else "unresolved")
+    log = json.loads((op / "docs/perf/confirm.json").read_text())
+    assert log["attempts"] == [out] and out["attempt"] == 1 and out["limit"] == 2
+    again = json.loads(run_script("select_best.py", "confirm", "--op-dir", op, "--final-round", "round_003",
+                                  "--json").stdout)
+    assert again == out and len(json.loads((op / "docs/perf/confirm.json").read_text())["attempts"]) == 1
+    from perftune.decide import candidates
+    problems = candidates.confirm_problems(op, out["executable_sha256"], 1)
+    assert problems == ([] if out["status"] != "inconsistent" else [problems[0]])
+    assert candidates.confirm_problems(op, "0" * 64, 1) == ["confirm never ran on the chosen version's code"]
     assert_one_line_error(run_script("select_best.py", "confirm", "--op-dir", op, "--final-round", "round_002"),
                           2, "ranking round itself")
     assert_one_line_error(run_script("select_best.py", "confirm", "--op-dir", op, "--final-round", "round_001"),

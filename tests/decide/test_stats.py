@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import time
 
@@ -58,11 +57,6 @@ def test_mann_whitney_exact_interleaved():
     assert sup == pytest.approx(1 / 3, abs=1e-15)
 
 
-def test_exact_null_counts_are_the_gaussian_binomial():
-    assert stats._exact_u_counts(3, 3).tolist() == [1, 1, 2, 3, 3, 3, 3, 2, 1, 1]
-    assert int(stats._exact_u_counts(10, 10).sum()) == math.comb(20, 10)
-
-
 def test_mann_whitney_normal_approximation_with_ties():
     # ranks of 1,2,2,2,3,3,3,4 -> b = [1,3,3,6], R_b = 13, U_b = 3, mean 8;
     # tie term (24 + 24) / (8 * 7) = 6/7, var = 16/12 * (9 - 6/7) = 228/21, z = 4.5 / sqrt(var).
@@ -76,17 +70,15 @@ def test_mann_whitney_all_equal_gives_p_one():
     assert stats.mann_whitney([2.0] * 4, [2.0] * 4) == (1.0, 0.5)
 
 
-def test_mann_whitney_agrees_with_scipy_when_available():
-    if importlib.util.find_spec("scipy") is None:  # not a dependency: the exact tests above are the check
-        return
-    from scipy.stats import mannwhitneyu
-    rng = np.random.default_rng(3)
-    for _ in range(20):
-        b, c = rng.lognormal(0, 0.1, 9), rng.lognormal(0.05, 0.1, 12)
-        assert stats.mann_whitney(b, c)[0] == pytest.approx(mannwhitneyu(b, c, method="exact").pvalue, rel=1e-9)
-        b, c = np.round(b * 10), np.round(c * 10)
-        assert stats.mann_whitney(b, c)[0] == pytest.approx(
-            mannwhitneyu(b, c, method="asymptotic").pvalue, rel=1e-9)
+def test_paired_rank_test_is_wilcoxon_signed_rank_on_log_differences():
+    # log differences of 10 pairs, all positive and distinct: exact null, two-sided p = 2 / 2**10
+    base = np.array([100.0 + i for i in range(10)])
+    cand = base / (1.01 + 0.001 * np.arange(10))
+    r = stats.compare_samples(base, cand, BOOT, paired=True)
+    assert r.rank_test == "wilcoxon_signed_rank_log" and r.mann_whitney_p == pytest.approx(2 / 1024, rel=1e-12)
+    assert r.prob_candidate_faster == 1.0
+    assert stats.wilcoxon_log([5.0] * 6, [5.0] * 6) == 1.0
+    assert stats.compare_samples(base, cand, BOOT).rank_test == "mann_whitney_u"
 
 
 # --- verdict table -------------------------------------------------------------------------
@@ -138,12 +130,16 @@ def test_insufficient_keeps_a_point_only_when_computable():
     assert stats.compare_samples([4.0] * 3, [math.nan] * 3, BOOT).point is None
 
 
-def test_relative_band_uses_point_only():
-    r = stats.compare_samples([10.0, 10.2, 9.9], [9.0, 9.1, 9.0], BAND, aggregation="trimmed_mean")
-    assert r.point == pytest.approx(10.0 / 9.0)
-    assert (r.verdict, r.reason_code, r.ci_low, r.ci_high) == ("faster", "point_above_band", None, None)
+def test_relative_band_calls_a_direction_only_with_a_significant_rank_test():
+    # 3 vs 3 can never reach p < 0.05 (exact minimum 0.1): the point alone never gives a direction
+    r = stats.compare_samples([10.0, 10.2, 9.9], [9.0, 9.1, 9.05], BAND, aggregation="trimmed_mean")
+    assert r.point == pytest.approx(10.0 / 9.05)
+    assert (r.verdict, r.reason_code, r.ci_low, r.ci_high) == ("inconclusive", "rank_test_not_significant", None, None)
+    five = stats.compare_samples([10.0, 10.2, 9.9, 10.1, 10.3], [9.0, 9.1, 9.05, 9.2, 8.9], BAND)
+    assert (five.verdict, five.reason_code, five.mann_whitney_p) == ("faster", "point_above_band",
+                                                                     pytest.approx(2 / 252, rel=1e-12))
     tie = stats.compare_samples([10.0] * 3, [10.05] * 3, BAND)
-    assert (tie.verdict, tie.reason_code) == ("equivalent", "point_inside_band")
+    assert (tie.verdict, tie.reason_code) == ("inconclusive", "point_inside_band")
     assert stats.compare_samples([10.0] * 2, [9.0] * 2, BAND).reason_code == "baseline_too_few_samples"
 
 
@@ -156,12 +152,45 @@ def test_aa_noise_measures_proven_drift_between_halves():
     assert stats.aa_noise([100.0] * 9, BOOT, "median") is None  # halves below min_repeats
 
 
-def test_aa_noise_widens_the_band_and_blocks_a_false_faster():
+def test_drift_is_reported_and_never_widens_the_band():
     drifted = np.array([100.0, 100.5, 99.5, 100.2, 99.8, 110.0, 110.5, 109.5, 110.2, 109.8])
     r = stats.compare_samples(drifted, np.full(10, 100.0), BOOT)
-    assert r.delta == pytest.approx(r.aa_noise) and r.aa_noise > 0.08
-    assert r.verdict != "faster"
-    assert stats.compare_samples(drifted, np.full(10, 100.0), BOOT, aa_noise_value=0.0).delta == 0.01
+    assert r.delta == 0.01 and r.aa_noise == pytest.approx(0.0928143712574856, rel=1e-12)
+    assert r.stable is False and r.verdict != "faster"
+    calm = stats.compare_samples(np.full(10, 100.0), np.full(10, 90.0), BOOT)
+    assert (calm.stable, calm.aa_noise, calm.delta) == (True, 0.0, 0.01)
+
+
+def test_bonferroni_widens_the_ci_of_a_family_of_target_cases():
+    rng = np.random.default_rng(4)
+    b, c = rng.lognormal(0, 0.05, 10), rng.lognormal(-0.05, 0.05, 10)
+    one, four = stats.compare_samples(b, c, BOOT), stats.compare_samples(b, c, BOOT, family_size=4)
+    assert (one.ci_level, four.ci_level) == (0.95, pytest.approx(0.9875, abs=1e-15))
+    assert four.ci_low < one.ci_low and four.ci_high > one.ci_high and four.point == one.point
+    off = Decision("bootstrap", 0.95, 0.01, 10000, 42, 5, "none")
+    assert stats.compare_samples(b, c, off, family_size=4) == one
+
+
+def test_two_level_bootstrap_resamples_processes_then_repeats():
+    # two processes at 100 and 110 us, candidate the same: the CI spans the process-level spread,
+    # the one-level CI (all 10 samples pooled and resampled) is narrower
+    base = np.array([100.0] * 5 + [110.0] * 5)
+    cand = np.array([100.0] * 5 + [110.0] * 5)
+    groups = [0] * 5 + [1] * 5
+    two = stats.compare_samples(base, cand, BOOT, groups_b=groups, groups_c=groups)
+    one = stats.compare_samples(base, cand, BOOT)
+    assert two.ci_low == pytest.approx(100 / 110, rel=1e-12) and two.ci_high == pytest.approx(1.1, rel=1e-12)
+    assert two.n_processes == 2 and one.n_processes is None
+    assert two.ci_low <= one.ci_low and two.ci_high >= one.ci_high
+    with pytest.raises(ValueError):
+        stats.compare_samples(base, cand[:9], BOOT, groups_b=groups, groups_c=groups[:9])
+
+
+def test_drift_over_processes_uses_whole_processes():
+    values = np.array([100.0] * 6 + [120.0] * 6)
+    groups = [0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3]
+    dec = Decision("bootstrap", 0.95, 0.01, 2000, 42, 3)
+    assert stats.aa_noise(values, dec, "median", groups) == pytest.approx(0.2, rel=1e-12)
 
 
 def test_paired_resampling_cancels_common_drift():
@@ -181,7 +210,10 @@ def test_suite_score_exact_equal_weight_mean():
     r = stats.suite_score(per_case, ["a", "b"], BOOT)
     assert (r.mean_case_speedup, r.geomean_speedup) == (1.25, 1.0)
     assert (r.ci_low, r.ci_high) == pytest.approx((1.25, 1.25), rel=1e-12)
-    assert (r.n_cases, r.reason_code) == (2, "hierarchical_bootstrap")
+    assert (r.n_cases, r.reason_code, r.metric, r.score) == (2, "case_bootstrap", "mean_case_speedup", 1.25)
+    g = stats.suite_score(per_case, ["a", "b"], BOOT, metric="geomean_speedup")
+    assert (g.score, g.ci_low, g.ci_high) == (1.0, pytest.approx(1.0), pytest.approx(1.0))
+    assert g.mean_ci == pytest.approx((1.25, 1.25)) and g.geomean_ci == pytest.approx((1.0, 1.0))
 
 
 def test_suite_score_not_computable_is_none_never_zero():

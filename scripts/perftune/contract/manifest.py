@@ -204,6 +204,7 @@ class Decision:
     resamples: int
     rng_seed: int
     min_repeats: int
+    multiplicity: str = "bonferroni"
 
 
 @dataclass(frozen=True)
@@ -220,6 +221,14 @@ class Protocol:
     promotion: dict[str, Any]
     aggregate_metric: str = protocol.AGGREGATE_METRIC
     tie_break: str = protocol.TIE_BREAK
+    acceptance: dict[str, Any] = field(default_factory=lambda: dict(protocol.DEFAULT_ACCEPTANCE))
+    max_remeasurements: int = protocol.DEFAULT_MAX_REMEASUREMENTS
+    processes: int = protocol.DEFAULT_PROCESSES
+
+    def rule(self, name: str) -> dict[str, Any]:
+        """``promotion`` or ``acceptance`` with the documented defaults for absent keys."""
+        default = protocol.DEFAULT_PROMOTION if name == "promotion" else protocol.DEFAULT_ACCEPTANCE
+        return {**default, **getattr(self, name)}
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -228,6 +237,8 @@ class Protocol:
             "timing_scope": self.timing_scope, "aggregation": self.aggregation,
             "decision": dict(self.decision.__dict__), "promotion": dict(self.promotion),
             "aggregate_metric": self.aggregate_metric, "tie_break": self.tie_break,
+            "acceptance": dict(self.acceptance), "max_remeasurements": self.max_remeasurements,
+            "processes": self.processes,
         }
 
 
@@ -265,14 +276,19 @@ class Manifest:
 def make_protocol(*, backend: str, device_id: int, warmup: int, repeats: int, op_name: str,
                   seed: int = protocol.SEED, aggregation: str = protocol.DEFAULT_AGGREGATION,
                   decision: dict[str, Any] | None = None, promotion: dict[str, Any] | None = None,
-                  timing_scope: str | None = None) -> Protocol:
+                  timing_scope: str | None = None, aggregate_metric: str = protocol.AGGREGATE_METRIC,
+                  acceptance: dict[str, Any] | None = None,
+                  max_remeasurements: int = protocol.DEFAULT_MAX_REMEASUREMENTS,
+                  processes: int = protocol.DEFAULT_PROCESSES) -> Protocol:
     """A protocol with the DESIGN §4.1/§7 defaults filled in."""
     rule = {**protocol.DEFAULT_DECISION, **(decision or {})}
     return Protocol(
         backend=backend, device_id=device_id, seed=seed, warmup=warmup, repeats=repeats,
         op_name=op_name, timing_scope=timing_scope or protocol.TIMING_SCOPES.get(backend, ""),
         aggregation=aggregation, decision=Decision(**rule),
-        promotion={**protocol.DEFAULT_PROMOTION, **(promotion or {})})
+        promotion={**protocol.DEFAULT_PROMOTION, **(promotion or {})}, aggregate_metric=aggregate_metric,
+        acceptance={**protocol.DEFAULT_ACCEPTANCE, **(acceptance or {})},
+        max_remeasurements=max_remeasurements, processes=processes)
 
 
 def build_manifest(spec: SpecInfo, tests: dict[str, int], *, target_case_ids: list[str],
@@ -398,6 +414,10 @@ def check_protocol_values(proto: Protocol, source: str) -> None:
         if value < (1 if name == "repeats" else 0):
             raise ContractError(source, f"--{name.replace('_id', '')}", f"{value} is out of range",
                                 "use a non-negative count (repeats >= 1)")
+    for flag, bad in (("--processes", proto.processes < 1 or proto.repeats % proto.processes),
+                      ("--max-remeasurements", not 0 <= proto.max_remeasurements <= 10)):
+        if bad:  # processes must divide repeats (equal processes); a small frozen limit
+            raise ContractError(source, flag, "is out of range", "processes divides --repeats; limit in 0..10")
     if not 0 <= proto.decision.noise_band < 1:
         raise ContractError(source, "--noise-band", f"{proto.decision.noise_band} not in [0, 1)",
                             "use a fraction such as 0.01")

@@ -44,8 +44,19 @@ DEFAULT_DECISION = {
     "resamples": 10000,
     "rng_seed": SEED,
     "min_repeats": 5,
+    "multiplicity": "bonferroni",   # per-case CI level 1-(1-c)/k over the k target cases
 }
-DEFAULT_PROMOTION = {"quick_min_speedup": 1.0}
+MULTIPLICITY = ("bonferroni", "none")
+AGGREGATE_METRICS = ("mean_case_speedup", "geomean_speedup")
+# quick -> formal promotion: evidence of a gain over the item's case scope (docs/statistics.md)
+PROMOTION_RULES = ("suite_ci_low_above_threshold", "suite_point_above_band")
+PROMOTION_SCOPES = ("item_cases", "target_cases")
+DEFAULT_PROMOTION = {"quick_min_speedup": 1.0, "rule": "suite_ci_low_above_threshold", "scope": "item_cases"}
+# item acceptance after the formal compare against the current best (docs/statistics.md)
+ACCEPTANCE_RULES = ("suite_ci_low_above_one_no_slower_target",)
+DEFAULT_ACCEPTANCE = {"rule": "suite_ci_low_above_one_no_slower_target"}
+DEFAULT_MAX_REMEASUREMENTS = 1  # re-measurements (supersedes, confirm retries) per version
+DEFAULT_PROCESSES = 1           # processes a case's repeats are spread over (cpu backend)
 RELATIVE_BAND_MIN_REPEATS = 3   # relative_band (upstream-compatible) floor: min(min_repeats, 3)
 
 VERDICTS = ("faster", "slower", "equivalent", "inconclusive", "insufficient")

@@ -10,7 +10,14 @@ kb_selected ledger item not terminal at recording time: such a version never ran
 ``choose`` re-checks every piece of evidence on disk, recomputes the samples of every round
 (:func:`perftune.measure.evidence.load_round`) and lets :func:`perftune.decide.selection.select` decide; nothing
 agent-written is trusted. ``selection.json`` carries no timestamp, so the same evidence gives a
-byte-identical file. ``confirm`` compares an independent final round of the chosen version.
+byte-identical file. ``confirm`` compares an independent final round of the chosen version (same
+round kind as its ranking round: paired with paired, independent with independent) and appends
+the result to ``docs/perf/confirm.json``; a version's code gets at most
+``1 + protocol.max_remeasurements`` confirm attempts and at most ``max_remeasurements``
+``--supersedes`` re-measurements (frozen before any result). :func:`confirm_problems` is what
+stage5_check verifies: confirm ran on the chosen code within the limit and its last attempt is not
+``inconsistent`` (a proven difference fails; ``unresolved`` — equivalence not shown on a noisy
+machine — is disclosed in confirm.json and the report, never a reason to re-measure until it fits).
 
 Decisions: a version is recorded right after its formal round, while the working tree still holds
 its code (the current hash must equal the round's); rounds must be recorded in round order; a
@@ -26,12 +33,13 @@ from typing import Any
 
 from ..measure import correctness, evidence
 from .. import fsio
-from . import ledger, selection
+from . import calibration, ledger, selection
 from ..contract import manifest, protocol, schemas
 from ..errors import ContractError
 
 SCHEMA_VERSION = 1
 VERSIONS_DIR = "versions"
+CONFIRM_NAME = "confirm.json"
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 
@@ -118,7 +126,7 @@ def superseded(register: dict) -> dict[str, str]:
     return {c["supersedes"]: c["version_id"] for c in register["candidates"] if c.get("supersedes")}
 
 
-def _same_code(register: dict, sha: str, supersedes: str | None) -> None:
+def _same_code(register: dict, sha: str, supersedes: str | None, limit: int) -> None:
     """One live entry per code: recording the same code twice would let ``choose`` keep the more
     flattering round; a re-measurement names the entry it replaces (``--supersedes``)."""
     src, gone = "select_best.py record", superseded(register)
@@ -137,6 +145,11 @@ def _same_code(register: dict, sha: str, supersedes: str | None) -> None:
     if by_id[supersedes]["executable_sha256"] != sha:
         raise ContractError(src, "--supersedes", f"{supersedes!r} is other code than the current sources",
                             "a re-measurement is of the same code; record changed code as a new version")
+    done = sum(1 for c in register["candidates"] if c.get("supersedes") and c["executable_sha256"] == sha)
+    if done >= limit:
+        raise ContractError(src, "--supersedes", f"this code was already re-measured {done} time(s); the frozen "
+                            f"limit is protocol.max_remeasurements = {limit}",
+                            "report the version as unresolved; the limit is frozen before any result")
 
 
 def record(op_dir: str | Path, *, version_id: str, round_ref: str, items: list[str], correctness_id: str,
@@ -168,7 +181,7 @@ def record(op_dir: str | Path, *, version_id: str, round_ref: str, items: list[s
         if register["candidates"] and not items and not supersedes:
             raise ContractError("select_best.py record", "--items", "a non-baseline version links no ledger item",
                                 "name the item ids this version implements")
-        _same_code(register, sha, supersedes)
+        _same_code(register, sha, supersedes, man.protocol.max_remeasurements)
         if supersedes and not items:
             items = next(c["items"] for c in register["candidates"] if c["version_id"] == supersedes)
         entry = {
@@ -229,6 +242,7 @@ def rank(op_dir: str | Path) -> dict[str, Any]:
     if base["version_id"] not in rounds:
         raise ContractError(paths(root)[0], "candidates[0]", f"baseline round {base['formal_collection_id']} "
                             "is not loadable", "the frozen baseline must stay on disk")
+    man, _ = calibration.apply(root, man)
     result = selection.select(entries, rounds, man)
     result["inputs"] = {"candidates": fsio.file_record(paths(root)[0], root),
                         "manifest": fsio.file_record(root / protocol.MANIFEST_NAME, root),
@@ -245,8 +259,16 @@ def choose(op_dir: str | Path) -> dict[str, Any]:
     return result
 
 
+def _kind(rnd: Any) -> str:
+    return "paired" if "paired" in rnd.collection else "independent"
+
+
+def confirm_path(op_dir: str | Path) -> Path:
+    return Path(op_dir) / protocol.PERF_DIR / CONFIRM_NAME
+
+
 def confirm(op_dir: str | Path, final_round: str) -> dict[str, Any]:
-    """Compare an independent final formal round of the chosen version with its ranking round."""
+    """Compare an independent final formal round of the chosen version with its ranking round; store it."""
     root = Path(op_dir)
     man = manifest.load_manifest(root / protocol.MANIFEST_NAME)
     chosen = fsio.read_json(paths(root)[1], what="selection").get("chosen")
@@ -263,12 +285,55 @@ def confirm(op_dir: str | Path, final_round: str) -> dict[str, Any]:
     if final.collection["executable_sha256"] != ranking["executable_sha256"]:
         raise ContractError(final_round, "--final-round", f"measured other code than the chosen {chosen}",
                             "restore the chosen version and collect the final round again")
+    ranked = evidence.load_round(root, ranking["formal_collection_id"])
+    if _kind(ranked) != _kind(final):
+        raise ContractError(final_round, "--final-round", f"is a {_kind(final)} round, the ranking round of "
+                            f"{chosen} is {_kind(ranked)}", "collect the final round with the same round kind")
     base = evidence.load_round(root, next(iter(cands.values()))["formal_collection_id"])
     as_samples = lambda rnd: {cid: c.samples_us for cid, c in rnd.cases.items()}  # noqa: E731
+    man, _ = calibration.apply(root, man)
     try:
-        out = selection.confirm(as_samples(evidence.load_round(root, ranking["formal_collection_id"])),
-                                as_samples(final), as_samples(base), man)
+        out = selection.confirm(as_samples(ranked), as_samples(final), as_samples(base), man)
     except ValueError as exc:
         raise ContractError(final_round, "--final-round", str(exc), "re-collect a complete formal round") from None
-    return {"chosen": chosen, "ranking_collection_id": ranking["formal_collection_id"],
-            "final_collection_id": final.collection_id, **out}
+    attempt = {"chosen": chosen, "executable_sha256": ranking["executable_sha256"], "round_kind": _kind(final),
+               "ranking_collection_id": ranking["formal_collection_id"], "final_collection_id": final.collection_id,
+               **out}
+    return _store_attempt(root, attempt, man.protocol.max_remeasurements)
+
+
+def _store_attempt(root: Path, attempt: dict[str, Any], limit: int) -> dict[str, Any]:
+    """Append a confirm attempt (the same rounds again return the stored attempt; never overwritten)."""
+    path = confirm_path(root)
+    with fsio.file_lock(path):
+        log = fsio.read_json(path, what="confirm log") if path.exists() else {"schema_version": 1, "attempts": []}
+        for old in log["attempts"]:
+            if (old["final_collection_id"], old["ranking_collection_id"]) == (
+                    attempt["final_collection_id"], attempt["ranking_collection_id"]):
+                return old
+        same = [a for a in log["attempts"] if a["executable_sha256"] == attempt["executable_sha256"]]
+        if len(same) > limit:
+            raise ContractError(path, "attempts", f"the chosen code was confirmed {len(same)} time(s); the frozen "
+                                f"limit is 1 + protocol.max_remeasurements = {limit + 1}",
+                                "report the result as unresolved; never re-measure until consistent")
+        attempt = {**attempt, "attempt": len(same) + 1, "limit": limit + 1}
+        log["attempts"].append(attempt)
+        fsio.write_json(path, log)
+    return attempt
+
+
+def confirm_problems(op_dir: str | Path, chosen_sha: str, limit: int) -> list[str]:
+    """What stage5_check verifies about confirm: it ran on the chosen code, within the limit, consistent."""
+    path = confirm_path(op_dir)
+    if not path.exists():
+        return [f"{CONFIRM_NAME} is missing: run 'select_best.py confirm' on the final round of the chosen version"]
+    attempts = [a for a in fsio.read_json(path, what="confirm log").get("attempts", [])
+                if a.get("executable_sha256") == chosen_sha]
+    if not attempts:
+        return ["confirm never ran on the chosen version's code"]
+    out = [] if len(attempts) <= limit + 1 else [f"{len(attempts)} confirm attempts exceed the frozen limit {limit + 1}"]
+    last = attempts[-1]
+    if last.get("status") not in ("consistent", "unresolved"):
+        out.append(f"the last confirm of {last.get('chosen')} is {last.get('status')} (ratio {last.get('ratio')}, "
+                   f"CI {last.get('ratio_ci')}, band {last.get('band')}): the final round proves a different score")
+    return out

@@ -20,10 +20,13 @@ Decisions where DESIGN is silent (see also docs/statistics.md):
   golden time for ratio metrics) makes the status ``unavailable``, never ``not_met``.
 - ``bound_route`` of a case = the most frequent repeat label of the final round (ties in
   ``protocol.BOUND_LABELS`` order); null when no repeat carries one (cpu backend).
+- Target cases are decided as one family (Bonferroni-widened per-case CIs when the frozen
+  ``decision.multiplicity`` is ``bonferroni``); non-target cases at the frozen level.
+- ``item_acceptance``: the frozen ``protocol.acceptance`` rule applied to this compare
+  (:mod:`perftune.decide.acceptance`), so the item decision is never made by eye.
 - Quick comparisons (:func:`build_quick`) reuse the statistics but are marked
-  ``never_ranks: true`` and carry the quick→formal promotion decision: promote when the mean
-  target-case quick speed-up >= ``promotion.quick_min_speedup`` and no target case is ``slower``
-  (a formal compare would exit 1 on such a case).
+  ``never_ranks: true`` and carry the quick→formal promotion decision of the frozen
+  ``protocol.promotion`` rule over the item's case scope (``--cases``, default every target case).
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ from typing import Any
 
 from .. import fsio
 from ..contract import protocol, schemas
-from . import stats
+from . import acceptance, calibration, stats
 from ..errors import ContractError
 from ..contract.manifest import Decision, Manifest, load_manifest
 
@@ -120,7 +123,8 @@ def case_entry(case: Any, result: stats.SpeedupResult, b: list[float], c: list[f
         "baseline_us": base_us, "final_us": final_us, "speedup": result.point if valid else None,
         "speedup_ci": ci, "verdict": result.verdict, "reason_code": result.reason_code,
         "delta": result.delta, "aa_noise": result.aa_noise, "mann_whitney_p": result.mann_whitney_p,
-        "prob_candidate_faster": result.prob_candidate_faster, "n_baseline": result.n_baseline,
+        "prob_candidate_faster": result.prob_candidate_faster, "rank_test": result.rank_test,
+        "ci_level": result.ci_level, "stable": result.stable, "n_baseline": result.n_baseline,
         "n_final": result.n_candidate, "samples": {"baseline": list(b), "final": list(c)},
         "golden_per_iteration_us": golden_us, "golden_reference_ratio": _ratio(golden_us, final_us),
         "target_met": None, "bound_route": route,
@@ -193,12 +197,14 @@ def build_performance(*, task: str, manifest: Manifest, manifest_record: Mapping
     per_case = []
     for case in manifest.cases:
         b, c = pairs[case.id]
-        result = stats.compare_samples(b, c, decision, paired=paired, aggregation=aggregation)
+        result = stats.compare_samples(b, c, decision, paired=paired, aggregation=aggregation,
+                                       family_size=len(targets) if case.id in targets else 1)
         golden = None if golden_us is None else golden_us.get(case.id)
         per_case.append(case_entry(case, result, b, c, golden, aggregation, case.id in targets,
                                    bound_route(getattr(candidate.cases[case.id], "repeats", ()))))
     target_ids = [cid for cid in manifest.case_ids if cid in targets]
-    suite = stats.suite_score(pairs, target_ids, decision, paired=paired, aggregation=aggregation)
+    metric = manifest.protocol.aggregate_metric if manifest.protocol else protocol.AGGREGATE_METRIC
+    suite = stats.suite_score(pairs, target_ids, decision, paired=paired, aggregation=aggregation, metric=metric)
     slower = [row["case"] for row in per_case if row["target"] and row["verdict"] == "slower"]
     perf = {
         "schema_version": SCHEMA_VERSION, "mode": "compare", "task": task,
@@ -218,11 +224,19 @@ def build_performance(*, task: str, manifest: Manifest, manifest_record: Mapping
         "suite": {"mean_case_speedup": suite.mean_case_speedup, "geomean_speedup": suite.geomean_speedup,
                   "ci": [suite.ci_low, suite.ci_high] if suite.ci_low is not None else None,
                   "confidence": decision.confidence, "n_cases": suite.n_cases,
-                  "method": suite.method, "reason_code": suite.reason_code},
+                  "method": suite.method, "reason_code": suite.reason_code, "metric": metric,
+                  "score": suite.score, "mean_ci": _ci(suite.mean_ci), "geomean_ci": _ci(suite.geomean_ci)},
         "slower_target_cases": slower,
+        "unstable_cases": [row["case"] for row in per_case if row["stable"] is False],
     }
+    rule = manifest.protocol.rule("acceptance") if manifest.protocol else dict(protocol.DEFAULT_ACCEPTANCE)
+    perf["item_acceptance"] = acceptance.accept(per_case, perf["suite"], rule)
     perf.update(target_block(per_case, manifest.user_target, golden_us is not None))
     return perf
+
+
+def _ci(pair: tuple[float, float] | None) -> list[float] | None:
+    return None if pair is None else [pair[0], pair[1]]
 
 
 def exit_code(performance: Mapping[str, Any]) -> int:
@@ -250,38 +264,47 @@ def check_quick(manifest: Manifest, manifest_sha256: str, baseline: Any, quick: 
 
 
 def build_quick(*, task: str, manifest: Manifest, baseline: Any, quick: Mapping[str, Any],
-                quick_samples: Mapping[str, list[float]]) -> dict[str, Any]:
-    """Quick screen vs the formal baseline: informational, ``never_ranks: true``, with promotion."""
+                quick_samples: Mapping[str, list[float]], scope: list[str] | None = None) -> dict[str, Any]:
+    """Quick screen vs the formal baseline: informational, ``never_ranks: true``, with promotion.
+
+    ``scope`` = the item's cases (a subset of the target cases); promotion looks only at them.
+    """
     decision, aggregation = _decision(manifest, baseline.collection)
     targets = [cid for cid in manifest.case_ids if cid in set(manifest.target_case_ids or manifest.case_ids)]
-    missing = sorted(set(targets) - set(quick_samples))
+    rule = manifest.protocol.rule("promotion") if manifest.protocol else dict(protocol.DEFAULT_PROMOTION)
+    chosen = targets if not scope or rule["scope"] == "target_cases" else [c for c in targets if c in set(scope)]
+    outside = sorted(set(scope or ()) - set(targets))
+    if outside:
+        raise ContractError("compare_perf.py", "--cases", f"{outside} are not target cases",
+                            f"name target cases only: {targets}")
+    missing = sorted(set(chosen) - set(quick_samples))
     if missing:
-        raise ContractError("compare_perf.py", "--quick", f"quick result lacks target cases {missing}",
-                            "run quick on every target case")
-    rows = []
-    for case_id in targets:
+        raise ContractError("compare_perf.py", "--quick", f"quick result lacks cases {missing}",
+                            "run quick on every case of the item's scope")
+    rows, pairs = [], {}
+    for case_id in chosen:
         b, q = list(baseline.cases[case_id].samples_us), list(quick_samples[case_id])
-        result = stats.compare_samples(b, q, decision, aggregation=aggregation)
+        pairs[case_id] = (b, q)
+        result = stats.compare_samples(b, q, decision, aggregation=aggregation, family_size=len(chosen))
         rows.append({"case": case_id, "baseline_us": stats.aggregate(b, aggregation),
                      "quick_us": stats.aggregate(q, aggregation), "speedup": result.point,
                      "speedup_ci": [result.ci_low, result.ci_high] if result.ci_low is not None else None,
                      "verdict": result.verdict, "reason_code": result.reason_code,
                      "samples": {"baseline": b, "quick": q}})
-    threshold = float((manifest.protocol.promotion if manifest.protocol else protocol.DEFAULT_PROMOTION)
-                      ["quick_min_speedup"])
-    points = [row["speedup"] for row in rows]
-    slower = [row["case"] for row in rows if row["verdict"] == "slower"]
-    value = None if any(p is None for p in points) else sum(points) / len(points)
+    metric = manifest.protocol.aggregate_metric if manifest.protocol else protocol.AGGREGATE_METRIC
+    suite = stats.suite_score(pairs, chosen, decision, aggregation=aggregation, metric=metric)
+    promote, text = acceptance.promote(suite, rule, decision.noise_band)
     return {
         "schema_version": SCHEMA_VERSION, "mode": "quick", "never_ranks": True, "task": task,
         "baseline_collection_id": baseline.collection["collection_id"],
         "quick_collection_id": quick["collection_id"], "per_case": rows,
-        "promotion": {"rule": "mean_case_speedup >= quick_min_speedup",
-                      "threshold": threshold,
-                      "mean_case_speedup": value, "slower_target_cases": slower,
-                      "promote": value is not None and value >= threshold},
+        "promotion": {"rule": rule["rule"], "rule_text": text, "threshold": float(rule["quick_min_speedup"]),
+                      "scope_case_ids": chosen, "metric": metric, "score": suite.score,
+                      "score_ci": [suite.ci_low, suite.ci_high] if suite.ci_low is not None else None,
+                      "mean_case_speedup": suite.mean_case_speedup,
+                      "slower_target_cases": [r["case"] for r in rows if r["verdict"] == "slower"],
+                      "promote": promote},
     }
-
 
 
 # --- thin I/O edge -------------------------------------------------------------------------
@@ -303,6 +326,7 @@ def load_formal(op_dir: str | Path, baseline_ref: str, candidate_ref: str) -> di
     if not root.is_dir():
         raise ContractError(root, "--op-dir", "is not a directory", "pass the operator directory")
     man, record = _load_manifest(root)
+    man, calibrated = calibration.apply(root, man)
     base, cand = evidence.load_round(root, baseline_ref), evidence.load_round(root, candidate_ref)
     check_rounds(man, record["sha256"], base, cand)
     newest = [r["name"] for r in evidence.list_rounds(root) if r["status"] == "complete" and r["mode"] == "compare"]
@@ -316,6 +340,8 @@ def load_formal(op_dir: str | Path, baseline_ref: str, candidate_ref: str) -> di
     perf = build_performance(task=root.resolve().name, manifest=man, manifest_record=record, baseline=base,
                              candidate=cand, golden_us=golden_us, golden_record=golden_record,
                              round_paths=(fsio.display_path(base.path, root), fsio.display_path(cand.path, root)))
+    perf["calibration"] = None if calibrated is None else {
+        k: calibrated[k] for k in ("kind", "rounds", "measured_noise", "frozen_noise_band", "effective_band")}
     schemas.validate(perf, "performance", protocol.PERFORMANCE_JSON)
     return perf
 
@@ -345,16 +371,18 @@ def _quick_samples(root: Path, quick: Mapping[str, Any], source: Path) -> dict[s
             folder = raw / repeat_dir_name(index)
             if not folder.is_dir() or folder.is_symlink():
                 raise ContractError(folder, "-", "quick raw repeat folder is missing", "re-run the quick screen")
-            values.append(backend.read_repeat(folder, quick["target_op_name"]).duration_us)
+            values.append(backend.read_quick_repeat(folder, quick["target_op_name"]))
         out[row["case"]] = values
     return out
 
 
-def load_quick_compare(op_dir: str | Path, baseline_ref: str, quick_ref: str) -> tuple[dict[str, Any], Path]:
+def load_quick_compare(op_dir: str | Path, baseline_ref: str, quick_ref: str,
+                       scope: list[str] | None = None) -> tuple[dict[str, Any], Path]:
     """The quick-vs-baseline dict (``never_ranks: true``) and where it belongs (inside the quick dir)."""
     from ..measure import evidence
     root = Path(op_dir)
     man, record = _load_manifest(root)
+    man, _ = calibration.apply(root, man)
     base = evidence.load_round(root, baseline_ref)
     folder = _find_quick(root, quick_ref)
     path = folder / protocol.QUICK_NAME
@@ -362,6 +390,6 @@ def load_quick_compare(op_dir: str | Path, baseline_ref: str, quick_ref: str) ->
     schemas.validate(quick, "quick_performance", path)
     check_quick(man, record["sha256"], base, quick)
     result = build_quick(task=root.resolve().name, manifest=man, baseline=base, quick=quick,
-                         quick_samples=_quick_samples(root, quick, path))
+                         quick_samples=_quick_samples(root, quick, path), scope=scope)
     schemas.validate(result, "quick_compare", folder / QUICK_COMPARE_NAME)
     return result, folder / QUICK_COMPARE_NAME

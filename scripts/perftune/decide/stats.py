@@ -1,48 +1,45 @@
-"""Statistics of a performance comparison: aggregation, bootstrap CIs, verdicts, suite score.
+"""Statistics of a performance comparison: bootstrap CIs, rank tests, verdicts, suite score.
 
-Pure numpy, vectorised, no file access, no clock. Every random draw comes from
-``numpy.random.default_rng(decision.rng_seed)`` in a fixed order, so the same samples and the same
-frozen decision always give bit-identical results. The rules (DESIGN §7) and the precise
-definitions — trimmed mean, bootstrap, A/A noise, verdict table, Mann-Whitney — are written down in
-``docs/statistics.md``; this docstring only lists the decisions made where DESIGN is silent:
+Pure (numpy + scipy.stats), no file access, no clock. Every random draw comes from
+``numpy.random.default_rng`` seeded with the frozen ``decision.rng_seed`` in a fixed order, so the
+same samples and decision always give bit-identical results. The rules and their formulas are owned
+by ``docs/statistics.md`` (one page, the test behind each rule); the short form:
 
-- ``point`` speed-up = aggregate(baseline) / aggregate(candidate); > 1 means the candidate is faster.
-- CI = percentile bootstrap of log speed-up; each arm resampled independently (paired rounds:
-  one index draw shared by both arms, so each (baseline, candidate) pair stays together). Each arm
-  (paired: the list of pairs) is sorted before resampling, so the CI and the verdict are exact
-  functions of the sample multiset: permuting the repeats never changes them.
-- A/A noise (``aa_noise``) = the drift the baseline itself *proves*: the bootstrap CI of
-  log(aggregate(first half) / aggregate(second half)) in recorded repeat order; when that CI excludes
-  0 its bound nearest to 0 (as a relative number), else 0. Needs ``2 * min_repeats`` samples, else it
-  is unavailable (None) and δ is the frozen band alone. Paired rounds skip it: interleaving
-  cancels exactly the drift it would measure (a dedicated A/A value may still be passed in).
-- ``relative_band`` (upstream-compatible, few repeats): verdict from the point ratio only, CI null,
-  sample floor ``min(min_repeats, protocol.RELATIVE_BAND_MIN_REPEATS)``.
-- Mann-Whitney U: exact null distribution when there are no ties and both arms have at most
-  ``EXACT_MAX_N`` samples; otherwise the normal approximation with tie and continuity correction.
+- band: ``[1/(1+δ), 1+δ]`` with δ = the frozen ``decision.noise_band`` (data never widen it; the
+  calibration step may raise it at freeze, before any candidate). :func:`band` is its only home.
+- CI: percentile bootstrap of log speed-up; two-level when the samples carry process groups
+  (resample processes, then repeats within each drawn process); paired rounds draw one index per
+  pair (per process) for both arms. Target cases use a Bonferroni-widened level when
+  ``decision.multiplicity == "bonferroni"`` (level ``1 - (1-c)/k`` over k target cases).
+- verdict from the CI only; ``relative_band`` (no CI) may call a direction only when the point is
+  outside the band *and* the rank test rejects at the same level; inside the band it is
+  ``inconclusive`` (a point cannot prove equivalence).
+- drift (``aa_noise``): the bootstrap CI of first half / second half of the baseline (halves of the
+  processes when there are at least two per half); its bound nearest to 1 when the CI excludes 1.
+  Drift marks the comparison ``stable: false``; it never moves the band.
+- rank test (reported, never decisive alone): ``scipy.stats.mannwhitneyu`` on independent rounds,
+  ``scipy.stats.wilcoxon`` on the log differences of paired rounds.
+
+Why numpy and not ``scipy.stats.bootstrap`` for the resampling: the hierarchical draw (processes
+then repeats), the draw shared by two arms of a pair and by several versions in a selection, and the
+fixed draw order that keeps results bit-identical are not expressible through its interface.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
+from scipy import stats as sps
 
 from ..contract import protocol
 from ..contract.aggregation import aggregate, aggregate_rows
 from ..contract.manifest import Decision
 
 EXACT_MAX_N = 20
-
-REASONS = {
-    "faster": "ci_above_band",
-    "slower": "ci_below_band",
-    "equivalent": "ci_inside_band",
-    "inconclusive": "ci_straddles_band",
-}
-BAND_REASONS = {"faster": "point_above_band", "slower": "point_below_band", "equivalent": "point_inside_band"}
+REASONS = {"faster": "ci_above_band", "slower": "ci_below_band", "equivalent": "ci_inside_band",
+           "inconclusive": "ci_straddles_band"}
 
 
 @dataclass(frozen=True)
@@ -62,6 +59,10 @@ class SpeedupResult:
     method: str
     aa_noise: float | None = None
     paired: bool = False
+    ci_level: float | None = None
+    rank_test: str | None = None
+    stable: bool | None = None
+    n_processes: int | None = None
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -69,7 +70,7 @@ class SpeedupResult:
 
 @dataclass(frozen=True)
 class SuiteResult:
-    """Equal-weight suite score over the target cases with its hierarchical-bootstrap CI."""
+    """Suite score over the target cases: both means, the frozen one's name, bootstrap CIs."""
 
     mean_case_speedup: float | None
     geomean_speedup: float | None
@@ -78,9 +79,26 @@ class SuiteResult:
     n_cases: int
     method: str
     reason_code: str
+    metric: str = protocol.AGGREGATE_METRIC
+    geomean_ci: tuple[float, float] | None = None
+    mean_ci: tuple[float, float] | None = None
+
+    @property
+    def score(self) -> float | None:
+        return self.geomean_speedup if self.metric == "geomean_speedup" else self.mean_case_speedup
 
     def as_dict(self) -> dict:
         return asdict(self)
+
+
+def band(delta: float) -> tuple[float, float]:
+    """The one band definition: ratios in ``[1/(1+δ), 1+δ]`` are within noise."""
+    return 1.0 / (1.0 + delta), 1.0 + delta
+
+
+def family_level(confidence: float, family_size: int) -> float:
+    """Bonferroni: the per-case CI level that keeps the family-wise error at ``1 - confidence``."""
+    return 1.0 - (1.0 - confidence) / max(1, family_size)
 
 
 def _as_array(samples: Sequence[float] | np.ndarray) -> np.ndarray:
@@ -99,41 +117,75 @@ def sample_problem(samples: Sequence[float] | np.ndarray, floor: int) -> str | N
     return None
 
 
-def _percentile_ci(log_draws: np.ndarray, confidence: float) -> tuple[float, float]:
-    alpha = (1.0 - confidence) / 2.0
+def _interval(log_draws: np.ndarray, level: float) -> tuple[float, float]:
+    alpha = (1.0 - level) / 2.0
     low, high = np.quantile(log_draws, [alpha, 1.0 - alpha], axis=-1)
     return float(np.exp(low)), float(np.exp(high))
 
 
+def _grouped(values: np.ndarray, groups: Sequence[int] | None) -> np.ndarray:
+    """Samples as a (processes, repeats) matrix, each row sorted (canonical order); one row if no groups."""
+    if groups is None or len(set(groups)) < 2:
+        return np.sort(values)[None, :]
+    labels = np.asarray(groups)
+    rows = [np.sort(values[labels == g]) for g in sorted(set(labels.tolist()))]
+    if len({r.size for r in rows}) != 1:
+        raise ValueError("process groups must hold the same number of repeats")
+    return np.stack(rows)
+
+
+def _draw(matrix: np.ndarray, resamples: int, rng: np.random.Generator) -> np.ndarray:
+    """Two-level bootstrap indices → (resamples, processes*repeats) resampled values."""
+    g, n = matrix.shape
+    rows = rng.integers(0, g, size=(resamples, g)) if g > 1 else np.zeros((resamples, 1), dtype=int)
+    cols = rng.integers(0, n, size=(resamples, g, n))
+    return matrix[rows[:, :, None], cols].reshape(resamples, g * n)
+
+
 def log_speedup_draws(baseline: np.ndarray, candidate: np.ndarray, aggregation: str, resamples: int,
-                      rng: np.random.Generator, paired: bool = False) -> np.ndarray:
+                      rng: np.random.Generator, paired: bool = False, groups_b: Sequence[int] | None = None,
+                      groups_c: Sequence[int] | None = None) -> np.ndarray:
     """``resamples`` bootstrap draws of log(aggregate(baseline) / aggregate(candidate))."""
-    nb, nc = baseline.size, candidate.size
     if paired:
-        if nb != nc:
+        if baseline.size != candidate.size:
             raise ValueError("paired samples need arms of equal length")
-        # canonical pair order, symmetric in the arms: repeat order never moves the CI, and swapping
-        # the arms inverts it exactly (unless a pair and its mirror image are both present)
-        order = np.lexsort((baseline, np.maximum(baseline, candidate), np.minimum(baseline, candidate)))
-        baseline, candidate = baseline[order], candidate[order]
-        index = rng.integers(0, nb, size=(resamples, nb))
-        b_draw, c_draw = baseline[index], candidate[index]
+        # a pair is one complex number; canonical order symmetric in the arms: repeat order never
+        # moves the CI, and swapping the arms inverts it exactly
+        lo, hi = np.minimum(baseline, candidate), np.maximum(baseline, candidate)
+        labels = np.zeros(baseline.size, dtype=int) if groups_b is None else np.asarray(groups_b)
+        order = np.lexsort((baseline, hi, lo, labels))
+        pairs = _grouped((baseline + 1j * candidate)[order], None if groups_b is None else labels[order].tolist())
+        drawn = _draw(pairs, resamples, rng)
+        b_draw, c_draw = drawn.real, drawn.imag
     else:
-        baseline, candidate = np.sort(baseline), np.sort(candidate)  # canonical order, as above
-        b_draw = baseline[rng.integers(0, nb, size=(resamples, nb))]
-        c_draw = candidate[rng.integers(0, nc, size=(resamples, nc))]
+        b_draw = _draw(_grouped(baseline, groups_b), resamples, rng)
+        c_draw = _draw(_grouped(candidate, groups_c), resamples, rng)
     return np.log(aggregate_rows(b_draw, aggregation)) - np.log(aggregate_rows(c_draw, aggregation))
 
 
-def aa_noise(baseline: Sequence[float] | np.ndarray, decision: Decision, aggregation: str) -> float | None:
-    """The drift the baseline proves between its two halves (see module docstring); None if n too small."""
-    values = _as_array(baseline)
+def _halves(values: np.ndarray, groups: Sequence[int] | None) -> tuple[np.ndarray, np.ndarray, list | None, list | None]:
+    """First and second half in recorded order: whole processes when there are ≥ 4, else repeats."""
+    if groups is not None and len(set(groups)) >= 4:
+        ids = list(dict.fromkeys(groups))
+        half = len(ids) // 2
+        first, second = set(ids[:half]), set(ids[half:2 * half])
+        pick = lambda keep: [i for i, g in enumerate(groups) if g in keep]  # noqa: E731
+        a, b = pick(first), pick(second)
+        return values[a], values[b], [groups[i] for i in a], [groups[i] for i in b]
     half = values.size // 2
-    if half < decision.min_repeats or sample_problem(values, 2 * decision.min_repeats):
+    return values[:half], values[half:2 * half], None, None
+
+
+def aa_noise(baseline: Sequence[float] | np.ndarray, decision: Decision, aggregation: str,
+             groups: Sequence[int] | None = None) -> float | None:
+    """The drift the baseline proves between its halves (bound nearest to 1); None if n is too small."""
+    values = _as_array(baseline)
+    first, second, g1, g2 = _halves(values, None if groups is None else list(groups))
+    if min(first.size, second.size) < decision.min_repeats or sample_problem(values, 2 * decision.min_repeats):
         return None
     rng = np.random.default_rng([decision.rng_seed, 1])
-    draws = log_speedup_draws(values[:half], values[half:2 * half], aggregation, decision.resamples, rng)
-    low, high = _percentile_ci(draws, decision.confidence)
+    draws = log_speedup_draws(first, second, aggregation, decision.resamples, rng, groups_b=g1, groups_c=g2)
+    low, high = _interval(draws, decision.confidence)
     if low > 1.0:
         return low - 1.0
     if high < 1.0:
@@ -142,8 +194,8 @@ def aa_noise(baseline: Sequence[float] | np.ndarray, decision: Decision, aggrega
 
 
 def verdict_from_ci(ci_low: float, ci_high: float, delta: float) -> str:
-    """The DESIGN §7 verdict table on a speed-up CI and the band 1±δ."""
-    upper, lower = 1.0 + delta, 1.0 / (1.0 + delta)
+    """The verdict table on a speed-up CI and the band (docs/statistics.md)."""
+    lower, upper = band(delta)
     if ci_low > upper:
         return "faster"
     if ci_high < lower:
@@ -153,64 +205,37 @@ def verdict_from_ci(ci_low: float, ci_high: float, delta: float) -> str:
     return "inconclusive"
 
 
-def verdict_from_point(point: float, delta: float) -> str:
-    """``relative_band``: the point ratio against 1±δ (ties are ``equivalent``)."""
-    if point > 1.0 + delta:
-        return "faster"
-    if point < 1.0 / (1.0 + delta):
-        return "slower"
-    return "equivalent"
-
-
-def _average_ranks(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Average ranks (1-based, ties share their mean rank) and the sizes of the tie groups."""
-    order = np.argsort(values, kind="mergesort")
-    ordered = values[order]
-    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
-    counts = np.diff(np.r_[starts, ordered.size])
-    mean_rank = starts + (counts + 1) / 2.0
-    ranks = np.empty(values.size)
-    ranks[order] = np.repeat(mean_rank, counts)
-    return ranks, counts
-
-
-def _exact_u_counts(m: int, n: int) -> np.ndarray:
-    """Number of orderings giving each U = 0..m*n under H0 (no ties): the DP f(i,j)=f(i-1,j)<<j + f(i,j-1)."""
-    table = [[np.ones(1, dtype=np.int64) for _ in range(n + 1)] for _ in range(m + 1)]
-    for i in range(1, m + 1):
-        for j in range(1, n + 1):
-            left, up = table[i - 1][j], table[i][j - 1]
-            out = np.zeros(i * j + 1, dtype=np.int64)
-            out[j:j + left.size] += left
-            out[:up.size] += up
-            table[i][j] = out
-    return table[m][n]
+def verdict_from_point(point: float, delta: float, p_value: float | None, level: float) -> tuple[str, str]:
+    """``relative_band``: a direction needs the point outside the band and the rank test at ``level``."""
+    lower, upper = band(delta)
+    if lower <= point <= upper:
+        return "inconclusive", "point_inside_band"
+    if p_value is None or p_value >= 1.0 - level:
+        return "inconclusive", "rank_test_not_significant"
+    return ("faster", "point_above_band") if point > upper else ("slower", "point_below_band")
 
 
 def mann_whitney(baseline: Sequence[float] | np.ndarray,
                  candidate: Sequence[float] | np.ndarray) -> tuple[float, float]:
-    """Two-sided Mann-Whitney U p-value and P(candidate < baseline) (ties count one half).
+    """Two-sided Mann-Whitney p (``scipy.stats.mannwhitneyu``) and U_b/(n_b·n_c).
 
-    The statistic is U_b = #{(b, c): c < b} + ½ #{c = b}. Exact null distribution without ties
-    and with both n ≤ ``EXACT_MAX_N``; else normal approximation with tie and continuity correction.
+    U_b = #{(b, c): c < b} + ½ #{c = b}; exact null without ties and both n ≤ ``EXACT_MAX_N``,
+    else the normal approximation with tie and continuity correction.
     """
     b, c = _as_array(baseline), _as_array(candidate)
-    m, n = b.size, c.size
-    ranks, ties = _average_ranks(np.concatenate([b, c]))
-    u_b = float(ranks[:m].sum() - m * (m + 1) / 2.0)
-    superiority = u_b / (m * n)
-    if np.all(ties == 1) and max(m, n) <= EXACT_MAX_N:
-        counts = _exact_u_counts(m, n)
-        u = int(round(max(u_b, m * n - u_b)))
-        p = 2.0 * float(counts[u:].sum()) / float(counts.sum())
-        return min(1.0, p), superiority
-    total = m + n
-    tie_term = float((ties ** 3 - ties).sum()) / (total * (total - 1))
-    variance = m * n / 12.0 * ((total + 1) - tie_term)
-    if variance <= 0:
-        return 1.0, superiority
-    z = max(0.0, abs(u_b - m * n / 2.0) - 0.5) / math.sqrt(variance)
-    return min(1.0, math.erfc(z / math.sqrt(2.0))), superiority
+    if np.all(b == b[0]) and np.all(c == b[0]):
+        return 1.0, 0.5
+    exact = np.unique(np.concatenate([b, c])).size == b.size + c.size and max(b.size, c.size) <= EXACT_MAX_N
+    res = sps.mannwhitneyu(b, c, alternative="two-sided", method="exact" if exact else "asymptotic")
+    return float(min(1.0, res.pvalue)), float(res.statistic) / (b.size * c.size)
+
+
+def wilcoxon_log(baseline: Sequence[float] | np.ndarray, candidate: Sequence[float] | np.ndarray) -> float:
+    """Two-sided Wilcoxon signed-rank p on log(b) − log(c) of paired rounds (``scipy.stats.wilcoxon``)."""
+    diff = np.log(_as_array(baseline)) - np.log(_as_array(candidate))
+    if np.all(diff == 0):
+        return 1.0
+    return float(sps.wilcoxon(diff, zero_method="wilcox", alternative="two-sided").pvalue)
 
 
 def _floor(decision: Decision) -> int:
@@ -219,92 +244,107 @@ def _floor(decision: Decision) -> int:
     return decision.min_repeats
 
 
-def _insufficient(b: np.ndarray, c: np.ndarray, decision: Decision, paired: bool) -> SpeedupResult | None:
+def _insufficient(b: np.ndarray, c: np.ndarray, decision: Decision, paired: bool) -> str | None:
     floor = _floor(decision)
-    reason = None
     for arm, values in (("baseline", b), ("candidate", c)):
         problem = sample_problem(values, floor)
-        if problem and reason is None:
-            reason = f"{arm}_{problem}"
-    if reason is None and paired and b.size != c.size:
-        reason = "paired_length_mismatch"
-    if reason is None:
-        return None
-    point = None
-    if not sample_problem(b, 1) and not sample_problem(c, 1) and b.ndim == c.ndim == 1:
-        point = float(aggregate(b, "median") / aggregate(c, "median"))
-    return SpeedupResult(point, None, None, "insufficient", reason, decision.noise_band, None, None,
-                         int(b.size), int(c.size), decision.method, None, paired)
+        if problem:
+            return f"{arm}_{problem}"
+    return "paired_length_mismatch" if paired and b.size != c.size else None
 
 
 def compare_samples(baseline: Sequence[float] | np.ndarray, candidate: Sequence[float] | np.ndarray,
                     decision: Decision, paired: bool = False, aa_noise_value: float | None = None,
-                    aggregation: str = protocol.DEFAULT_AGGREGATION) -> SpeedupResult:
-    """Speed-up of ``candidate`` over ``baseline`` with its CI and verdict (DESIGN §7).
+                    aggregation: str = protocol.DEFAULT_AGGREGATION, family_size: int = 1,
+                    groups_b: Sequence[int] | None = None, groups_c: Sequence[int] | None = None) -> SpeedupResult:
+    """Speed-up of ``candidate`` over ``baseline`` with its CI and verdict (docs/statistics.md).
 
-    ``aa_noise_value`` overrides the A/A noise otherwise measured from ``baseline``
-    (e.g. from a dedicated A/A round); δ = max(decision.noise_band, A/A noise).
+    ``family_size`` = number of target cases decided together (Bonferroni when the frozen
+    ``multiplicity`` asks for it); ``groups_*`` = process index of every sample (two-level CI).
+    ``aa_noise_value`` replaces the drift measured on ``baseline`` (reported, never widens δ).
     """
     b, c = _as_array(baseline), _as_array(candidate)
-    bad = _insufficient(b, c, decision, paired)
-    if bad is not None:
-        if bad.point is not None and aggregation != "median":
-            bad = SpeedupResult(**{**bad.as_dict(), "point": aggregate(b, aggregation) / aggregate(c, aggregation)})
-        return bad
+    delta = decision.noise_band
+    problem = _insufficient(b, c, decision, paired)
+    if problem is not None:
+        point = None
+        if b.ndim == c.ndim == 1 and not sample_problem(b, 1) and not sample_problem(c, 1):
+            point = aggregate(b, aggregation) / aggregate(c, aggregation)
+        return SpeedupResult(point, None, None, "insufficient", problem, delta, None, None, int(b.size),
+                             int(c.size), decision.method, None, paired)
+    level = family_level(decision.confidence, family_size if decision.multiplicity == "bonferroni" else 1)
     point = aggregate(b, aggregation) / aggregate(c, aggregation)
     noise = aa_noise_value
     if noise is None and not paired:  # pairing cancels the drift that the halves would measure
-        noise = aa_noise(b, decision, aggregation)
-    delta = max(decision.noise_band, noise or 0.0)
-    p_value, superiority = mann_whitney(b, c)
+        noise = aa_noise(b, decision, aggregation, groups_b)
+    if paired:
+        p_value, test = wilcoxon_log(b, c), "wilcoxon_signed_rank_log"
+        superiority = float(np.mean(np.sign(np.log(b) - np.log(c)) * 0.5 + 0.5))
+    else:
+        (p_value, superiority), test = mann_whitney(b, c), "mann_whitney_u"
+    processes = len(set(groups_c)) if groups_c is not None else None
     common = dict(point=point, delta=delta, mann_whitney_p=p_value, prob_candidate_faster=superiority,
-                  n_baseline=int(b.size), n_candidate=int(c.size), method=decision.method,
-                  aa_noise=noise, paired=paired)
+                  n_baseline=int(b.size), n_candidate=int(c.size), method=decision.method, aa_noise=noise,
+                  paired=paired, rank_test=test, stable=None if noise is None else noise == 0.0,
+                  n_processes=processes)
     if decision.method == "relative_band":
-        verdict = verdict_from_point(point, delta)
-        return SpeedupResult(ci_low=None, ci_high=None, verdict=verdict, reason_code=BAND_REASONS[verdict],
-                             **common)
+        verdict, reason = verdict_from_point(point, delta, p_value, level)
+        return SpeedupResult(ci_low=None, ci_high=None, verdict=verdict, reason_code=reason, ci_level=level, **common)
     rng = np.random.default_rng(decision.rng_seed)
-    draws = log_speedup_draws(b, c, aggregation, decision.resamples, rng, paired)
-    low, high = _percentile_ci(draws, decision.confidence)
+    draws = log_speedup_draws(b, c, aggregation, decision.resamples, rng, paired, groups_b, groups_c)
+    low, high = _interval(draws, level)
     verdict = verdict_from_ci(low, high, delta)
-    return SpeedupResult(ci_low=low, ci_high=high, verdict=verdict, reason_code=REASONS[verdict], **common)
+    return SpeedupResult(ci_low=low, ci_high=high, verdict=verdict, reason_code=REASONS[verdict],
+                         ci_level=level, **common)
 
 
-def suite_draws(pairs: Sequence[tuple[np.ndarray, np.ndarray]], aggregation: str, resamples: int,
-                rng: np.random.Generator, paired: bool = False) -> np.ndarray:
-    """Hierarchical bootstrap draws of the equal-weight mean speed-up (cases fixed, repeats resampled)."""
-    total = np.zeros(resamples)
-    for baseline, candidate in pairs:
-        total += np.exp(log_speedup_draws(baseline, candidate, aggregation, resamples, rng, paired))
-    return total / len(pairs)
+Arms = tuple  # (baseline, candidate[, groups_b, groups_c])
 
 
-def suite_score(per_case: Mapping[str, tuple[Sequence[float], Sequence[float]]], target_ids: Sequence[str],
-                decision: Decision, paired: bool = False,
-                aggregation: str = protocol.DEFAULT_AGGREGATION) -> SuiteResult:
-    """Equal-weight arithmetic mean (and geomean) of per-case speed-ups over ``target_ids``.
+def suite_log_draws(pairs: Sequence[Arms], aggregation: str, resamples: int, rng: np.random.Generator,
+                    paired: bool = False) -> np.ndarray:
+    """(resamples, cases) bootstrap draws of every case's log speed-up; cases fixed, one stream."""
+    out = np.empty((resamples, len(pairs)))
+    for k, arms in enumerate(pairs):
+        b, c, gb, gc = (tuple(arms) + (None, None))[:4]
+        out[:, k] = log_speedup_draws(_as_array(b), _as_array(c), aggregation, resamples, rng, paired, gb, gc)
+    return out
 
-    Any target case without usable samples makes the suite not computable (all numbers None,
-    ``reason_code`` names the case problem); missing is never zero.
+
+def suite_means(log_draws: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(arithmetic mean, geometric mean) of the case speed-ups along the last axis."""
+    return np.exp(log_draws).mean(axis=-1), np.exp(log_draws.mean(axis=-1))
+
+
+def suite_score(per_case: Mapping[str, Arms], target_ids: Sequence[str], decision: Decision,
+                paired: bool = False, aggregation: str = protocol.DEFAULT_AGGREGATION,
+                metric: str = protocol.AGGREGATE_METRIC) -> SuiteResult:
+    """Arithmetic and geometric mean of per-case speed-ups over ``target_ids`` with bootstrap CIs.
+
+    ``metric`` (frozen ``aggregate_metric``) names the decisive one; ``ci_low``/``ci_high`` are its
+    CI. A target case without usable samples makes the suite not computable (None, never zero).
     """
     if not target_ids:
         raise ValueError("suite score needs at least one target case")
     pairs = []
     for case_id in target_ids:
         if case_id not in per_case:
-            return SuiteResult(None, None, None, None, len(target_ids), decision.method, "case_missing")
-        b, c = (_as_array(x) for x in per_case[case_id])
-        bad = _insufficient(b, c, decision, paired)
-        if bad is not None:
-            return SuiteResult(None, None, None, None, len(target_ids), decision.method, f"case_{bad.reason_code}")
-        pairs.append((b, c))
-    speedups = np.array([aggregate(b, aggregation) / aggregate(c, aggregation) for b, c in pairs])
+            return SuiteResult(None, None, None, None, len(target_ids), decision.method, "case_missing", metric)
+        arms = tuple(per_case[case_id])
+        problem = _insufficient(_as_array(arms[0]), _as_array(arms[1]), decision, paired)
+        if problem is not None:
+            return SuiteResult(None, None, None, None, len(target_ids), decision.method, f"case_{problem}", metric)
+        pairs.append(arms)
+    speedups = np.array([aggregate(a[0], aggregation) / aggregate(a[1], aggregation) for a in pairs])
     mean, geomean = float(speedups.mean()), float(np.exp(np.log(speedups).mean()))
     if decision.method == "relative_band":
-        return SuiteResult(mean, geomean, None, None, len(pairs), decision.method, "point_only")
+        return SuiteResult(mean, geomean, None, None, len(pairs), decision.method, "point_only", metric)
     rng = np.random.default_rng([decision.rng_seed, 2])
-    draws = suite_draws(pairs, aggregation, decision.resamples, rng, paired)
+    arith, geo = suite_means(suite_log_draws(pairs, aggregation, decision.resamples, rng, paired))
     alpha = (1.0 - decision.confidence) / 2.0
-    low, high = np.quantile(draws, [alpha, 1.0 - alpha])
-    return SuiteResult(mean, geomean, float(low), float(high), len(pairs), decision.method, "hierarchical_bootstrap")
+    mean_ci = tuple(float(x) for x in np.quantile(arith, [alpha, 1.0 - alpha]))
+    geo_ci = tuple(float(x) for x in np.quantile(geo, [alpha, 1.0 - alpha]))
+    low, high = geo_ci if metric == "geomean_speedup" else mean_ci
+    grouped = any(len(tuple(a)) > 2 and a[2] is not None for a in pairs)
+    return SuiteResult(mean, geomean, low, high, len(pairs), decision.method,
+                       "two_level_bootstrap" if grouped else "case_bootstrap", metric, geo_ci, mean_ci)

@@ -16,14 +16,12 @@ call by call; otherwise every repeat is two fresh processes, one per arm.
 from __future__ import annotations
 
 import dataclasses
-import shutil
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import evidence
+from . import evidence, scheduling
 from .. import fsio
 from ..contract import protocol, schemas
 from .backends import get_backend
@@ -31,8 +29,7 @@ from .backends.base import (Backend, RunSpec, choose_selector, preflight, repeat
                             write_evidence_status)
 from .backends.case_adapter import find_runner
 from ..errors import CheckFailed, ContractError
-from ..contract.manifest import (Manifest, Protocol, build_manifest, find_test_functions, load_manifest,
-                                 make_protocol, parse_spec)
+from ..contract.manifest import Manifest, Protocol, load_manifest, make_protocol
 
 Progress = Callable[[str], None]
 
@@ -112,33 +109,6 @@ def prepare(op_dir: str | Path, given: Overrides, *, check_env: bool = True) -> 
                    warmup=proto.warmup, repeats=proto.repeats, op_name=proto.op_name, seed=proto.seed,
                    selector=choose_selector(manifest, manifest_path), manifest_path=manifest_path)
     return Context(root, manifest_path, manifest, proto, backend, spec)
-
-
-def prepare_discovery(op_dir: str | Path, given: Overrides, scratch: Path) -> Context:
-    """Discovery works before the freeze: without a manifest, a temporary one is built from SPEC.md
-    and the test file into ``scratch`` (never into the op dir); ``--backend`` is then required."""
-    root = Path(op_dir).resolve()
-    if (root / protocol.MANIFEST_NAME).exists() or not root.is_dir():
-        return prepare(op_dir, given)
-    if not given.backend:
-        raise ContractError(root / protocol.MANIFEST_NAME, "--backend", "no manifest is frozen yet",
-                            "pass --backend (and --device) for discovery before the freeze")
-    runner = find_runner(root)
-    text = (root / "SPEC.md").read_text(encoding="utf-8") if (root / "SPEC.md").is_file() else ""
-    spec_info = parse_spec(text, str(root / "SPEC.md"))
-    tests = find_test_functions(runner.read_text(encoding="utf-8"), str(runner))
-    proto = make_protocol(backend=given.backend, device_id=given.device_id or 0, warmup=0, repeats=1,
-                          op_name=given.op_name or "-")
-    obj = build_manifest(spec_info, tests, target_case_ids=[c.id for c in spec_info.cases if c.p0],
-                         selection_mode="user_selected", proto=proto, spec_source=str(root / "SPEC.md"),
-                         test_source=str(runner))
-    path = fsio.write_json(scratch / protocol.MANIFEST_NAME, obj)
-    manifest = load_manifest(path)
-    backend = get_backend(proto.backend)
-    backend.check_environment()
-    spec = RunSpec(op_dir=root, runner=runner, manifest=manifest, device_id=proto.device_id, warmup=0, repeats=1,
-                   op_name=proto.op_name, seed=proto.seed, selector=choose_selector(manifest, path), manifest_path=path)
-    return Context(root, path, manifest, proto, backend, spec)
 
 
 def _identity(ctx: Context) -> dict[str, Any]:
@@ -233,8 +203,10 @@ def _collect_case(ctx: Context, case, case_dir: Path, retry: int, base_spec: Run
 
 
 def run_formal(ctx: Context, *, retry: int = 0, paired_with: Path | None = None,
-               progress: Progress = lambda _line: None) -> dict[str, Any]:
-    """One formal round; returns the final ``collection.json`` content (+ ``round`` path)."""
+               progress: Progress = lambda _line: None, devices: list[int] | None = None) -> dict[str, Any]:
+    """One formal round; returns the final ``collection.json`` content (+ ``round`` path).
+
+    ``devices``: run the cases on these cards at the same time (:mod:`measure.scheduling`)."""
     if retry < 0:
         raise ContractError("collect_perf.py", "--retry", f"{retry} < 0", "use 0 or more")
     base_spec, paired = None, None
@@ -257,23 +229,34 @@ def run_formal(ctx: Context, *, retry: int = 0, paired_with: Path | None = None,
                   "mode": "compare", "status": "in_progress", "source_files": ident["source_files"],
                   "source_revision": revision, "protocol": ctx.protocol.as_dict(),
                   "selector": ctx.spec.selector.as_dict(), "case_attempts": {}}
+        if devices:
+            record["case_devices"] = scheduling.assignment(ctx.manifest.case_ids, devices)
         return {**record, "paired": paired} if paired else record
 
     for name in evidence.mark_abandoned(ctx.op_dir):
         progress(f"{name}: its collector is gone (killed or crashed); marked failed (abandoned)")
     round_dir, collection, lock = evidence.reserve_round(ctx.op_dir, first_record)
     try:
-        return _collect_round(ctx, round_dir, collection, retry, base_spec, paired, ident, progress)
+        return _collect_round(ctx, round_dir, collection, retry, base_spec, paired, ident, progress, devices)
     finally:
         lock.release(unlink=True)
 
 
-def _collect_round(ctx, round_dir, collection, retry, base_spec, paired, ident, progress) -> dict[str, Any]:
+def _collect_round(ctx, round_dir, collection, retry, base_spec, paired, ident, progress, devices=None):
     progress(f"{round_dir.name}: {collection['collection_id']} ({len(ctx.manifest.cases)} cases, "
              f"{ctx.spec.repeats} repeats, backend {ctx.backend.name})")
     try:
-        for case in ctx.manifest.cases:
-            _formal_case(ctx, collection, round_dir, case, retry, base_spec, progress)
+        if devices:
+            def on_card(case, device: int) -> None:
+                card = dataclasses.replace(ctx, spec=dataclasses.replace(ctx.spec, device_id=device))
+                base = dataclasses.replace(base_spec, device_id=device) if base_spec else None
+                _formal_case(card, collection, round_dir, case, retry, base, progress)
+            failed = scheduling.run_on_devices(ctx.manifest.cases, devices, on_card)
+            if failed:
+                raise failed[0]
+        else:
+            for case in ctx.manifest.cases:
+                _formal_case(ctx, collection, round_dir, case, retry, base_spec, progress)
         failure = _drift(ctx, ident) or _baseline_drift(ctx, paired)
     except CheckFailed as exc:
         failure = exc.line()
@@ -293,8 +276,9 @@ def _formal_case(ctx, collection, round_dir, case, retry, base_spec, progress) -
         backend=ctx.backend.name, method=ctx.protocol.aggregation, repeat_dirs=rel,
         timing_file=ctx.backend.timing_source_file, results=candidate, baseline=baseline, order=order)
     evidence.write_measurement(case_dir, record)
-    collection["case_attempts"][case.id] = attempts
-    evidence.write_collection(round_dir, collection)
+    with scheduling.COLLECTION_LOCK:
+        collection["case_attempts"][case.id] = attempts
+        evidence.write_collection(round_dir, collection)
     progress(f"  {case.id}: {record['aggregation_method']} {record['aggregate_us']:.3f} us "
              f"over {len(candidate)} repeats" + (f" (baseline {record['baseline_aggregate_us']:.3f} us)"
                                                  if baseline else ""))
@@ -339,15 +323,3 @@ def run_quick(ctx: Context, *, progress: Progress = lambda _line: None) -> dict[
 def _write_quick(path: Path, obj: dict[str, Any]) -> None:
     schemas.validate(obj, "quick_performance", path)
     fsio.write_json(path, obj)
-
-
-def list_op_names(ctx: Context, case_id: str) -> list[dict[str, Any]]:
-    """Discovery on one known case: the exact names to freeze (one-off, nothing kept)."""
-    if case_id not in ctx.manifest.case_ids:
-        raise ContractError(ctx.manifest_path, "--case-id", f"unknown case id {case_id!r}",
-                            f"use one of {list(ctx.manifest.case_ids)}")
-    scratch = Path(tempfile.mkdtemp(prefix="perftune_discovery_"))
-    try:
-        return ctx.backend.list_op_names(ctx.spec, ctx.manifest.case(case_id), scratch)
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)

@@ -33,7 +33,10 @@ def write_formal(op_dir: str | Path, perf: Mapping[str, Any]) -> dict[str, Path]
     speed = plots.speedup_ci([r["case"] for r in rows], [r["speedup"] for r in rows],
                              [r["speedup_ci"] for r in rows], [r["delta"] for r in rows],
                              [r["verdict"] for r in rows], figures / FIGURES["speedup"],
-                             title=f"{perf['task']}: speed-up per case, baseline / final (CI, noise band)")
+                             title=f"{perf['task']}: speed-up per case, baseline / final "
+                                   f"({'paired' if perf.get('paired') else 'independent'} rounds)",
+                             ns=[(r["n_baseline"], r["n_final"]) for r in rows], targets=[r["target"] for r in rows],
+                             ci_levels=[r.get("ci_level") for r in rows])
     samples = plots.sample_distributions([r["case"] for r in rows], [r["samples"]["baseline"] for r in rows],
                                          [r["samples"]["final"] for r in rows], figures / FIGURES["samples"],
                                          title=f"{perf['task']}: raw samples, baseline vs final")

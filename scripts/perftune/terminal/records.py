@@ -11,9 +11,9 @@ Decisions (DESIGN §8 P8 left them open):
 - cpu pipeline evidence is ``not_applicable_with_dag``: a numpy kernel is a single-threaded
   sequence of ufunc passes, each pass finishes before the next starts; there are no asynchronous
   pipes (no MTE/vector/cube queues) and therefore no legal overlap edge to realise.
-- msprof pipeline evidence is ``unverified`` (reason ``requires_tile_dag_correlation``) and scalar
-  evidence ``unknown``: both need trace windows matched to the Tile DAG, which this script cannot
-  prove; the verifier then reports ``performance_evidence_invalid`` until an engineer records them.
+- msprof: pipeline, scalar and the roofline's attained side come from the round's profiler tables
+  and the per-case instruction timeline (:mod:`terminal.profiler`); the platform file must match the
+  probed chip (:mod:`measure.devices`).
 - scalar dominance on cpu = fixed per-call overhead share > 50 % of the case's aggregate time.
 - A cpu platform file defaults to ``docs/perf/platform_cpu.json`` of the op dir (written by
   ``terminal_evidence.py probe``); msprof needs an explicit ``--platform`` (never apply one
@@ -31,6 +31,7 @@ from typing import Any
 from ..measure import evidence
 from .. import fsio
 from ..contract import protocol, schemas
+from . import profiler
 from . import roofline
 from ..contract import work_model
 from ..measure.backends.base import runner_env
@@ -166,6 +167,7 @@ def build(op_dir: str | Path, round_ref: str, *, platform_file: str | Path | Non
                                 "use a round that measured every manifest case")
         cases.append(_case_block(case, rnd.cases[case.id].samples_us, manifest, model, platform,
                                  platform_ref, overhead.get(case.id)))
+    extra = profiler.apply(root, rnd, manifest, path, platform_obj, platform, cases) if backend == "msprof" else {}
     doc = {"schema_version": 1, "backend": backend, "manifest": fsio.file_record(manifest_path, root),
            "round": {"collection_id": rnd.collection_id, "path": fsio.display_path(rnd.path, root),
                      "aggregation": manifest.protocol.aggregation, "paired": rnd.paired},
@@ -173,7 +175,7 @@ def build(op_dir: str | Path, round_ref: str, *, platform_file: str | Path | Non
                         "name": platform_obj["name"]},
            "work_model": {"source": f"{protocol.MANIFEST_NAME}#work_model ({model['source']})",
                           "sha256": work_model.model_sha256(model), "model": model},
-           "cases": cases}
+           "cases": cases, **extra}
     out = fsio.safe_join(root, output, field="--output") if output else root / protocol.PERF_DIR / OUTPUT_NAME
     schemas.validate(doc, "terminal_evidence", out)
     fsio.write_json(out, doc)

@@ -19,6 +19,7 @@ from ..contract import manifest as manifest_mod
 from ..contract import protocol, schemas
 from ..errors import ContractError, PerftuneError
 from ..report import formal
+from ..terminal import profiler
 
 TERMINAL_NAME = "terminal_evidence.json"
 REL_TOL = 1e-9
@@ -203,6 +204,8 @@ def selection_problems(op_dir: Path, delivered_sha: str) -> list[str]:
         stored = fsio.read_json(candidates.paths(op_dir)[1], what="selection.json")
         if stored.get("chosen") != chosen:
             out.append(f"selection.json says {stored.get('chosen')!r}, recomputation says {chosen!r}")
+        man = manifest_mod.load_manifest(op_dir / protocol.MANIFEST_NAME)
+        out += candidates.confirm_problems(op_dir, by_id[chosen]["executable_sha256"], man.protocol.max_remeasurements)
     except PerftuneError as exc:
         out.append(exc.line())
     return out
@@ -229,6 +232,8 @@ def terminal_problems(op_dir: Path, man: manifest_mod.Manifest, perf: dict, deli
             out.append(f"case {case.id}: no terminal evidence")
             continue
         out += [f"case {case.id}: {msg}" for msg in _terminal_entry_problems(entry)]
+    if obj.get("backend") == "msprof":
+        out += profiler.verify(op_dir, obj, man)   # re-derived from profiler tables and timelines
     return out
 
 

@@ -192,6 +192,10 @@ class Backend(ABC):
     def read_repeat(self, repeat_dir: Path, op_name: str) -> RepeatResult:
         """Recompute the repeat from its raw files only; :class:`ContractError` if invalid."""
 
+    def read_quick_repeat(self, repeat_dir: Path, op_name: str) -> float:
+        """A quick repeat's duration (us) recomputed from its raw files (default: as a formal repeat)."""
+        return self.read_repeat(repeat_dir, op_name).duration_us
+
     @abstractmethod
     def quick_case(self, spec: RunSpec, case: Case, scratch_dir: Path) -> list[float]:
         """Quick mode: ``spec.repeats`` durations (us) with the cheapest timing; raw files in

@@ -270,12 +270,17 @@ class MsprofBackend(Backend):
                 target = scratch_dir / f"repeat_{index:03d}" / TASK_TIME_FILE
                 archive_table(profiler_tables(output, "task_time"), target)
                 shutil.rmtree(output, ignore_errors=True)
-                columns = [msprof_csv.KERNEL_NAME, msprof_csv.KERNEL_TYPE, msprof_csv.TASK_TIME]
-                frame = msprof_csv.read_table(read_csv_file(target), str(target), columns)
-                durations.append(msprof_csv.select_task_time(frame, spec.op_name, str(target)))
+                durations.append(self.read_quick_repeat(target.parent, spec.op_name))
         except ContractError as exc:
             raise CheckFailed(exc.file, exc.field, exc.problem, exc.fix) from None
         return durations
+
+    def read_quick_repeat(self, repeat_dir: Path, op_name: str) -> float:
+        """``task_time(us)`` of the target in a quick repeat's ``task_time.csv``."""
+        target = repeat_dir / TASK_TIME_FILE
+        columns = [msprof_csv.KERNEL_NAME, msprof_csv.KERNEL_TYPE, msprof_csv.TASK_TIME]
+        frame = msprof_csv.read_table(read_csv_file(target), str(target), columns)
+        return msprof_csv.select_task_time(frame, op_name, str(target))
 
     def list_op_names(self, spec: RunSpec, case: Case, scratch_dir: Path) -> list[dict[str, Any]]:
         scratch_dir.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,112 @@
+#!/usr/bin/env python3
+"""Many cards (#22.4): 8 cases of one round on 8 fake cards against the serial round.
+
+Runs the real ``collect_perf.py formal`` twice on a tiny 8-case operator with the fake msprof on
+PATH (``FAKE_MSPROF_SLEEP`` per profiled run stands for the card's time): once serially, once with
+``--devices 0,...,7``; reports the wall times, the speed-up and whether the round evidence is the
+same apart from timestamps, scratch names and device ids. Writes ``results/many_cards.json``.
+
+usage: bench_many_cards.py [--sleep S] [--cases N] [--output FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+FAKE = ROOT / "tests" / "fixtures" / "msprof"
+TARGET = "copy_kernel_0"
+
+
+def make_op(root: Path, cases: list[str]) -> Path:
+    """A tiny operator whose P0 tests do nothing (the fake msprof stands for the card)."""
+    op = root / "copyop"
+    op.mkdir(parents=True)
+    rows = "\n".join(f"| {c} | [8,{16 * (i + 1)}] | float32 | yes | test_{c} |" for i, c in enumerate(cases))
+    (op / "SPEC.md").write_text("# SPEC: copyop\n\n## 3. Performance P0 cases\n\n| id | shape | dtype | p0 | "
+                                f"test_function |\n|----|-------|-------|----|---------------|\n{rows}\n")
+    (op / "test_copyop.py").write_text("".join(f"def test_{c}():\n    pass\n\n\n" for c in cases))
+    return op
+
+
+def fake_env(tmp: Path, sleep: float, **extra: str) -> dict[str, str]:
+    return {**os.environ, "PATH": f"{FAKE / 'bin'}{os.pathsep}{os.environ['PATH']}",
+            "FAKE_MSPROF_PYTHON": sys.executable, "FAKE_MSPROF_TARGET": TARGET, "FAKE_MSPROF_SLEEP": str(sleep),
+            "PERFTUNE_DEVICE_LOCK_DIR": str(tmp / "locks"), **extra}
+
+
+def script(name: str, *args, env: dict[str, str]) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(ROOT / "scripts" / name), *map(str, args)], env=env,
+                          capture_output=True, text=True)
+
+
+def freeze(op: Path, cases: list[str], env: dict[str, str]) -> None:
+    proc = script("freeze_cases.py", "freeze", "--op-dir", op, "--target-case-ids", *cases, "--selection-mode",
+                  "all_p0_no_questions", "--backend", "msprof", "--op-name", TARGET, "--repeats", "1", "--warmup", "0",
+                  env=env)
+    if proc.returncode != 0:
+        raise SystemExit(proc.stderr)
+
+
+def round_files(op: Path) -> dict[str, str]:
+    """round_001 with timestamps, collection ids, scratch names, seals and device ids normalised."""
+    out = {}
+    for path in sorted((op / "docs/perf/round_001").rglob("*")):
+        if path.is_file():
+            text = path.read_text(encoding="utf-8")
+            text = re.sub(r"\d{8}T\d{6}Z|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ|\.msprof_\w+", "<X>", text)
+            text = text.replace(str(op.parent), "<OP>")
+            text = re.sub(r'("n_files": \d+,\s*"sha256": )"[0-9a-f]{64}"', r'\1"<X>"', text)  # seal over the logs
+            text = re.sub(r',?\s*"case_devices": \{[^}]*\}', "", text)
+            out[path.relative_to(op).as_posix()] = text
+    return out
+
+
+def collect(op: Path, env: dict[str, str], devices: list[int] | None) -> tuple[float, dict]:
+    start = time.monotonic()
+    proc = script("collect_perf.py", "formal", "--op-dir", op, "--json",
+                  *(["--devices", ",".join(map(str, devices))] if devices else []), env=env)
+    took = time.monotonic() - start
+    if proc.returncode != 0:
+        raise SystemExit(proc.stderr)
+    return took, json.loads(proc.stdout)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sleep", type=float, default=2.0, help="seconds per profiled run (default 2.0)")
+    parser.add_argument("--cases", type=int, default=8, help="cases = cards (default 8)")
+    parser.add_argument("--output", type=Path, default=ROOT / "benchmarks" / "results" / "many_cards.json")
+    args = parser.parse_args(argv)
+    cases = [f"c{i}" for i in range(args.cases)]
+    with tempfile.TemporaryDirectory(prefix="many_cards_") as tmp:
+        tmp = Path(tmp)
+        env = fake_env(tmp, args.sleep)
+        ops = {"serial": make_op(tmp / "serial", cases)}
+        freeze(ops["serial"], cases, env)
+        ops["cards"] = (tmp / "cards" / "copyop")
+        shutil.copytree(ops["serial"], ops["cards"])   # one frozen manifest, byte for byte
+        serial_s, _ = collect(ops["serial"], env, None)
+        cards_s, result = collect(ops["cards"], env, list(range(args.cases)))
+        same = round_files(ops["serial"]) == round_files(ops["cards"])
+    row = {"cases": args.cases, "cards": args.cases, "sleep_s": args.sleep, "serial_s": round(serial_s, 2),
+           "cards_s": round(cards_s, 2), "speedup": round(serial_s / cards_s, 2), "same_evidence": same,
+           "case_devices": result["case_devices"], "cpu_count": os.cpu_count(),
+           "load_average": [round(x, 2) for x in os.getloadavg()]}
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(json.dumps(row, indent=2, sort_keys=True) + "\n")
+    print(json.dumps(row, sort_keys=True))
+    return 0 if same and row["speedup"] >= 4.0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,234 @@
+"""Terminal evidence on the msprof backend from profiler data (P8), every number with its source.
+
+Inputs, all recomputed from files: the final round's archived op_summary tables of each case
+(:func:`profiler_data.case_columns`, median over repeats of the target row), the case's
+supplemental ``timeline.json`` (:mod:`measure.timeline_collect`, hashes re-checked), the platform
+file, and the necessary-work side already computed by :mod:`terminal.roofline` (kept as is).
+
+Per case:
+- ``profiler.memory_levels``: bytes moved per level = (read + write bandwidth, GB/s) x the core
+  time of the same table (``aiv_time(us)`` for ``aiv_*`` columns, ``aicore_time(us)`` for
+  ``aic_*``); GM from Memory, L1 from Memory (cube), UB from MemoryUB, L0 from MemoryL0. The GM
+  bandwidth attained over the case time is compared with the platform's memory peak (its source
+  kept). Measured arithmetic intensity = necessary operations / measured GM bytes.
+- ``profiler.reading`` from the PipeUtilization ratios (the peer's reading rules): every pipe under
+  :data:`LATENCY_BELOW` → ``latency_or_sync``; ratios summing to about one (:data:`SERIAL_SUM`)
+  with none at :data:`SATURATED` → ``serial_not_overlapped``; a pipe at or above SATURATED →
+  ``<pipe>_saturated``; else ``mixed``.
+- ``roofline_terminal.status``: :func:`roofline.classify` with the SCALAR pipe ratio as the
+  fixed-cost share (the time the core spends issuing scalar work); ``data_movement_bound`` is
+  kept only with a measured GM bandwidth, else ``insufficient_evidence``.
+- ``pipeline_evidence`` from the timeline: overlap of a movement pipe (MTE1/2/3, FIXPIPE) with a
+  compute pipe (VECTOR, CUBE) counted only inside one lane; ``proven`` when it is at least
+  :data:`PROVEN_MIN_SHARE` of the shorter busy time, ``residual_not_overlapped`` when both kinds
+  are busy but do not overlap that much (coincidence on different lanes is not overlap),
+  ``not_applicable_with_dag`` when only one kind is busy (no movement/compute edge to overlap).
+- ``scalar_evidence.dominant``: the SCALAR ratio above ``roofline.SCALAR_DOMINANT_SHARE``; the
+  timeline's SCALAR busy fraction is given beside it.
+A missing metric group, timeline or timeline file is a :class:`ContractError` naming it;
+:func:`verify` turns it into a P8 problem.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+from .. import fsio
+from ..contract import protocol
+from ..errors import ContractError, PerftuneError
+from ..measure import devices, evidence, profiler_data, timeline
+from ..measure.timeline_collect import timeline_path
+from . import roofline
+
+LATENCY_BELOW = 0.5
+SERIAL_SUM = (0.85, 1.15)
+SATURATED = 0.8
+PROVEN_MIN_SHARE = 0.05
+LEVELS = {
+    "GM": ("Memory", ("aiv_main_mem_read_bw(GB/s)", "aiv_main_mem_write_bw(GB/s)", "aic_main_mem_read_bw(GB/s)",
+                      "aic_main_mem_write_bw(GB/s)")),
+    "L1": ("Memory", ("aic_l1_read_bw(GB/s)", "aic_l1_write_bw(GB/s)")),
+    "UB": ("MemoryUB", ("aiv_ub_read_bw_vector(GB/s)", "aiv_ub_write_bw_vector(GB/s)", "aiv_ub_read_bw_scalar(GB/s)",
+                        "aiv_ub_write_bw_scalar(GB/s)")),
+    "L0": ("MemoryL0", ("aic_l0a_read_bw(GB/s)", "aic_l0a_write_bw(GB/s)", "aic_l0b_read_bw(GB/s)",
+                        "aic_l0b_write_bw(GB/s)", "aic_l0c_read_bw_cube(GB/s)", "aic_l0c_write_bw_cube(GB/s)")),
+}
+
+
+def _cite(c: dict[str, Any]) -> dict[str, Any]:
+    return {k: c[k] for k in ("metric", "column", "value", "files", "rows", "aggregation")}
+
+
+def memory_levels(columns: dict, case_us: float, peak: roofline.Peak) -> dict[str, Any]:
+    out = {}
+    for level, (metric, names) in LEVELS.items():
+        table, parts = columns.get(metric, {}), []
+        for name in names:
+            time_col = "aiv_time(us)" if name.startswith("aiv_") else "aicore_time(us)"
+            if name in table and time_col in table:
+                parts.append({"bytes": table[name]["value"] * table[time_col]["value"] * 1e3,
+                              "bandwidth": _cite(table[name]), "core_time_us": _cite(table[time_col])})
+        if parts:
+            out[level] = {"bytes": _r(sum(p["bytes"] for p in parts)), "from": parts}
+    if "GM" in out:
+        rate = out["GM"]["bytes"] / (case_us * 1e-6)
+        out["GM"].update(attained_bytes_per_s=_r(rate), peak_bytes_per_s=peak.value, peak_status=peak.status,
+                         peak_source=peak.source, fraction_of_peak=_r(rate / peak.value))
+    return out
+
+
+def reading(ratios: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    values = {f: c["value"] for f, c in ratios.items()}
+    if not values:
+        return {"label": "unknown", "reason": "no pipe ratio column in PipeUtilization"}
+    top, total = max(values, key=values.get), sum(values.values())
+    if values[top] >= SATURATED:
+        label, why = f"{top.lower()}_saturated", f"{top} ratio {values[top]:.3f} >= {SATURATED}"
+    elif values[top] < LATENCY_BELOW:
+        label, why = "latency_or_sync", f"every pipe ratio is below {LATENCY_BELOW} (highest {top} {values[top]:.3f})"
+    elif SERIAL_SUM[0] <= total <= SERIAL_SUM[1]:
+        label, why = "serial_not_overlapped", f"ratios sum to {total:.3f} (about one) with none saturated"
+    else:
+        label, why = "mixed", f"highest {top} {values[top]:.3f}, sum {total:.3f}"
+    return {"label": label, "reason": why, "ratios": {f: _cite(c) for f, c in sorted(ratios.items())}}
+
+
+def load_timeline(op_dir: Path, rnd: evidence.RoundEvidence, case_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    path = timeline_path(op_dir, rnd.path.name, case_id)
+    shown = fsio.display_path(path, op_dir)
+    if not path.is_file():
+        raise ContractError(path, "timeline", f"instruction timeline {shown} is missing",
+                            f"run instruction_timeline.py collect --op-dir {op_dir} --round {rnd.path.name}")
+    doc = fsio.read_json(path, what="timeline.json")
+    if doc.get("round", {}).get("collection_id") != rnd.collection_id or doc.get("case") != case_id:
+        raise ContractError(path, "round", f"{shown} belongs to another round or case", "collect it for this round")
+    for record in doc.get("files", []):
+        if not fsio.record_matches(record, op_dir):
+            raise ContractError(path, "files", f"timeline file {record.get('path')} is missing or changed",
+                                "re-collect the timeline; never edit it")
+    if doc.get("model", {}).get("completeness", {}).get("status") != "complete":
+        raise ContractError(path, "completeness", f"{shown} is incomplete", "re-collect the timeline")
+    return doc, {**fsio.file_record(path, op_dir), "collection_kind": doc.get("collection_kind")}
+
+
+def pipeline_block(model: dict[str, Any], ref: dict[str, Any]) -> dict[str, Any]:
+    pipes, overlap = model["pipes"], model["overlap_same_lane"]
+    moving = {f: pipes[f]["busy"] for f in timeline.MEMORY_PIPES if f in pipes}
+    computing = {f: pipes[f]["busy"] for f in timeline.COMPUTE_PIPES if f in pipes}
+    pairs = {k: v for k, v in overlap.items() if len({*k.split("|")} & set(moving)) == 1
+             and len({*k.split("|")} & set(computing)) == 1}
+    lanes = [{"pid": r["pid"], "tid": r["tid"], "overlap": r["overlap"]} for r in model["lanes"] if r.get("overlap")]
+    source = {"timeline": ref["path"], "sha256": ref["sha256"], "field": "model.overlap_same_lane", "lanes": lanes}
+    if not moving or not computing:
+        return {"status": "not_applicable_with_dag", "source": source, "grounds": [
+            f"only {sorted(moving) or sorted(computing)} busy in the target window: no movement/compute pair to overlap"]}
+    shorter, total = min(sum(moving.values()), sum(computing.values())), sum(pairs.values())
+    share = total / shorter if shorter > 0 else 0.0
+    status = "proven" if share >= PROVEN_MIN_SHARE else "residual_not_overlapped"
+    return {"status": status, "overlap_share": _r(share), "overlap": pairs, "source": source, "grounds": [
+        f"movement pipes busy {moving}, compute pipes busy {computing} ({model['unit']}) in the one target window",
+        f"overlap inside one lane {_r(total)} = {share:.1%} of the shorter side "
+        f"({'>=' if status == 'proven' else '<'} {PROVEN_MIN_SHARE:.0%}); spans on different lanes never count"]}
+
+
+def case_evidence(op_dir: Path, rnd: evidence.RoundEvidence, case, op_name: str, entry: dict[str, Any],
+                  platform: roofline.Platform) -> dict[str, Any]:
+    """``entry`` (the cpu-shaped block with the necessary-work roofline) completed from profiler data."""
+    out = copy.deepcopy(entry)
+    roof = out["roofline_terminal"]
+    columns = profiler_data.case_columns(rnd.cases[case.id].path, op_name, op_dir)
+    doc, ref = load_timeline(op_dir, rnd, case.id)
+    ratios = profiler_data.pipe_ratios(columns)
+    levels = memory_levels(columns, roof["measured_us"], platform.peaks["memory_bytes_per_s"])
+    scalar = ratios.get("SCALAR")
+    share = scalar["value"] if scalar else None
+    status, reason = roofline.classify(roof["attained_fraction"], roof["compute_to_memory_ratio"], share)
+    if status == "data_movement_bound" and "GM" not in levels:
+        status, reason = "insufficient_evidence", "memory bound needs the measured GM bandwidth (Memory group)"
+    if "GM" in levels:
+        gm = levels["GM"]
+        reason += (f"; measured GM traffic {gm['bytes']:.4g} B at {gm['attained_bytes_per_s']:.4g} B/s = "
+                   f"{gm['fraction_of_peak']:.1%} of the {gm['peak_status']} peak")
+        roof["measured_arithmetic_intensity_ops_per_byte"] = _r(
+            (roof["arithmetic_ops"] + roof["transcendental_ops"]) / gm["bytes"]) if gm["bytes"] > 0 else None
+    roof.update(status=status, reason=reason, fixed_share_source=_cite(scalar) if scalar else None)
+    model = doc["model"]
+    scalar_busy = model["pipes"].get("SCALAR", {}).get("mean_busy_fraction")
+    out["scalar_evidence"] = {
+        "dominant": "unknown" if share is None else share > roofline.SCALAR_DOMINANT_SHARE, "share": share,
+        "case_time_us": roof["measured_us"], "fixed_overhead_us": None, "timeline_busy_fraction": scalar_busy,
+        "sources": {"share": _cite(scalar) if scalar else None,
+                    "timeline_busy_fraction": {"timeline": ref["path"], "field": "model.pipes.SCALAR"}},
+        "grounds": [f"SCALAR ratio {share} (PipeUtilization {scalar['column'] if scalar else 'absent'}) vs "
+                    f"{roofline.SCALAR_DOMINANT_SHARE:.0%}", f"timeline SCALAR busy fraction per lane {scalar_busy}"]}
+    out["pipeline_evidence"] = pipeline_block(model, ref)
+    out["profiler"] = {"reading": reading(ratios), "memory_levels": levels, "timeline": ref}
+    return out
+
+
+def apply(op_dir: Path, rnd: evidence.RoundEvidence, manifest, platform_path: Path, platform_obj: dict[str, Any],
+          platform: roofline.Platform, cases: list[dict[str, Any]], *, probe: bool = True) -> dict[str, Any]:
+    """Replace each msprof case block in place; returns the document-level additions."""
+    probed = devices.check_platform(platform_obj, platform_path, devices.probe_chip(manifest.protocol.device_id)) \
+        if probe else None
+    by_id = {c.id: c for c in manifest.cases}
+    for index, entry in enumerate(cases):
+        cases[index] = case_evidence(op_dir, rnd, by_id[entry["case"]], manifest.protocol.op_name, entry, platform)
+    return {"device_probe": probed}
+
+
+def verify(op_dir: Path, doc: dict[str, Any], manifest) -> list[str]:
+    """P8 on msprof: re-derive every profiler-based block; name what is missing or differs."""
+    missing = missing_metric_groups(op_dir, doc)
+    if missing:
+        return missing
+    try:
+        rnd = evidence.load_round(op_dir, doc["round"]["collection_id"])
+        record = doc["platform"]["file"]
+        path = Path(record["path"]) if Path(record["path"]).is_absolute() else op_dir / record["path"]
+        if not fsio.record_matches(record, op_dir):
+            return [f"platform file {record['path']} is missing or changed since the terminal evidence was built"]
+        obj = fsio.read_json(path, what="platform file")
+        platform = roofline.parse_platform(obj, str(path))
+    except (PerftuneError, KeyError) as exc:
+        return [f"terminal evidence inputs: {exc.line() if isinstance(exc, PerftuneError) else exc}"]
+    out = []
+    if (doc.get("device_probe") or {}).get("platform_id") != platform.platform_id:
+        out.append("no device-architecture probe matched the platform file (device_probe)")
+    by_id = {c.id: c for c in manifest.cases}
+    for entry in doc["cases"]:
+        if entry["case"] not in by_id:
+            continue
+        try:
+            again = case_evidence(op_dir, rnd, by_id[entry["case"]], manifest.protocol.op_name, entry, platform)
+        except PerftuneError as exc:
+            out.append(f"case {entry['case']}: missing evidence: {exc.problem} ({fsio.display_path(exc.file, op_dir)})")
+            continue
+        for key in ("pipeline_evidence", "scalar_evidence", "profiler"):
+            if again.get(key) != entry.get(key):
+                out.append(f"case {entry['case']}: {key} is not what the profiler data and timeline give")
+        if again["roofline_terminal"]["status"] != entry["roofline_terminal"]["status"]:
+            out.append(f"case {entry['case']}: roofline status is not what the profiler data give")
+    return out
+
+
+def missing_metric_groups(op_dir: Path, doc: dict[str, Any]) -> list[str]:
+    """Named before the round is loaded (a removed table would otherwise only break the seal)."""
+    try:
+        folder = fsio.safe_join(op_dir, doc["round"]["path"], field="round.path")
+    except (PerftuneError, KeyError):
+        return []
+    out = []
+    for case_dir in sorted(folder.glob("case_*")):
+        for repeat in profiler_data.repeat_dirs(case_dir):
+            for metric in protocol.METRIC_GROUPS:
+                if not (repeat / f"op_summary_{metric}.csv").is_file():
+                    out.append(f"{case_dir.name}: missing evidence: metric group {metric} "
+                               f"(op_summary_{metric}.csv) is missing in {repeat.relative_to(case_dir).as_posix()}")
+    return out
+
+
+def _r(value: float) -> float:
+    return float(f"{value:.6g}")
