@@ -66,7 +66,9 @@ def test_a_repeat_archives_the_seven_tables_and_selects_the_exact_row(ctx, fake)
     assert result.duration_us == 41.25 and result.calls == 1
     assert sorted(p.name for p in folder.iterdir()) == sorted(
         [f"op_summary_{m}.csv" for m in protocol.METRIC_GROUPS]
-        + ["collection.log", "evidence_status.json", "process_scope_core_cycles.csv"])
+        + ["attestation.json", "collection.log", "evidence_status.json", "process_scope_core_cycles.csv"])
+    attested = json.loads((folder / "attestation.json").read_text())  # recorded by the case adapter (#16)
+    assert attested["caller"] == "softmax_wrapper" and attested["inputs"][0]["shape"] == [64, 4096]
     status = json.loads((folder / "evidence_status.json").read_text())
     assert status["seven_metric_status"] == "complete" and status["status"] == "complete"
     assert status["duration_us"] == 41.25 and status["repeat"] == 1

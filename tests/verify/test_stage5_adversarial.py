@@ -30,7 +30,7 @@ def op(demo_delivery, tmp_path) -> Path:
 
 def check(op: Path, *target: str, mode: str = "all_p0_no_questions") -> tuple[int, dict]:
     proc = run_script("stage5_check.py", "--op-dir", op, "--target-case-ids", *(target or TARGET),
-                      "--selection-mode", mode, "--json")
+                      "--selection-mode", mode, "--no-remeasure", "--json")  # re-measurement: test_stage5_cheats
     assert "Traceback" not in proc.stderr, proc.stderr
     return proc.returncode, json.loads(proc.stdout)
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import fsio
-from . import manifest, op_name, protocol, work_model
+from . import manifest, op_name, precision, protocol, work_model
 from ..errors import ContractError
 
 HISTORY_DIR = "manifest_history"
@@ -59,6 +59,10 @@ def build(root: Path, *, target_case_ids: list[str], selection_mode: str, proto:
         for case in obj["cases"]:
             work_model.case_work(model, case["id"], case["shape"], case["dtype"], str(spec_path))
         obj["work_model"] = model
+        manifest.parse_manifest(obj, str(spec_path))
+    gate = precision.from_spec(spec_text, root, manifest.canonical_dtype, str(spec_path))
+    if gate is not None:  # the frozen precision gate (contract/precision.py, #16)
+        obj["precision_gate"] = gate
         manifest.parse_manifest(obj, str(spec_path))
     facts = None
     if proto.backend == "cpu":

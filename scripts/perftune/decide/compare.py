@@ -320,7 +320,7 @@ def _load_manifest(root: Path) -> tuple[Manifest, dict[str, Any]]:
 
 def load_formal(op_dir: str | Path, baseline_ref: str, candidate_ref: str) -> dict[str, Any]:
     """Recompute the formal compare of two rounds on disk; the validated ``performance.json`` dict."""
-    from ..measure import evidence  # I/O modules, imported at the edge only
+    from ..measure import evidence, fingerprint  # I/O modules, imported at the edge only
     from ..contract import golden
     root = Path(op_dir)
     if not root.is_dir():
@@ -329,6 +329,9 @@ def load_formal(op_dir: str | Path, baseline_ref: str, candidate_ref: str) -> di
     man, calibrated = calibration.apply(root, man)
     base, cand = evidence.load_round(root, baseline_ref), evidence.load_round(root, candidate_ref)
     check_rounds(man, record["sha256"], base, cand)
+    if (different := fingerprint.mismatch(base.collection, cand.collection)):
+        raise ContractError(cand.path / evidence.COLLECTION_JSON, "environment", f"measured on another machine or "
+                            f"toolchain than the baseline: {different}", "collect baseline and final in one environment")
     newest = [r["name"] for r in evidence.list_rounds(root) if r["status"] == "complete" and r["mode"] == "compare"]
     if newest and cand.path.name != newest[-1]:
         raise ContractError("compare_perf.py", "--candidate", f"{cand.path.name} is not the newest complete formal "

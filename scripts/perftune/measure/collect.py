@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import evidence, scheduling
+from . import evidence, fingerprint, scheduling
 from .. import fsio
 from ..contract import protocol, schemas
 from .backends import get_backend
@@ -153,7 +153,7 @@ def _header(ctx: Context, collection_id: str, ident: dict[str, Any]) -> dict[str
             "device_id": ctx.protocol.device_id, "seed": ctx.protocol.seed, "warmup": ctx.protocol.warmup,
             "repeats": ctx.protocol.repeats, "expected_cases": list(ctx.manifest.case_ids),
             "performance_cases": ident["performance_cases"], "executable_sha256": ident["executable_sha256"],
-            "created_at": evidence.utc_now()}
+            "created_at": evidence.utc_now(), "environment": fingerprint.collect(ctx.protocol.backend)}
 
 
 def _paired_case(ctx: Context, base_spec: RunSpec, case, attempt: Path):

@@ -26,7 +26,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from . import evidence
+from . import evidence, probes
 from .. import fsio
 from ..contract import manifest, protocol, schemas
 from .backends.base import device_env
@@ -147,6 +147,11 @@ def run_all(op_dir: str | Path, *, at: str, test_file: str | None = None,
     cases = [{"id": case_id, "test_function": function, "p0": p0,
               **run_case(root, path.stem, function, env, timeout_s)}
              for case_id, function, p0 in planned_tests(root, path, man)]
+    if man is not None and man.protocol is not None:  # frozen gate applied, measured figures, caching probes
+        for case in cases:
+            if case["p0"] is True:
+                case["probe"] = probes.run(root, path, manifest_path, case["id"], man.protocol.op_name,
+                                           device_id=man.protocol.device_id, timeout_s=timeout_s)
     after, _ = _code_identity(root, man)
     if after != sha:
         raise ContractError(root, "executable_sha256", "sources changed while the tests ran",

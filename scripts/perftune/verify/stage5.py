@@ -1,4 +1,4 @@
-"""stage5-check: the Stage 4 static gates, then P1-P8 (DESIGN §8), every number recomputed.
+"""stage5-check: the Stage 4 static gates, then P1-P10 (DESIGN §8 + #16), every number recomputed.
 
 Each gate is a function ``(ctx) -> list[Finding]``; an empty list is PASS. The verdict never
 depends on numbers an agent wrote: P4 recomputes ``performance.json`` from the raw files of the two
@@ -9,6 +9,9 @@ ledger closure and the best-version choice. Category mapping (docs/stage5-check.
   ``stage5_contract_blocked``; a dispatch target that differs from the frozen one → ``dispatch_invalid``;
 - missing or empty deliverable files (P1) → ``missing_file``;
 - stitched, reused, tampered or non-recomputable evidence (P1 citations, P3, P4, P6, P8) →
+  ``performance_evidence_invalid``; inputs other than the frozen case, a weakened precision gate,
+  memoised/precomputed outputs or work moved out of the timed op (P9, P10) → ``cheating``; a
+  speed-up the verifier's own re-measurement does not reproduce (P10) →
   ``performance_evidence_invalid``; open ledger or a delivered version that is not the recomputed
   choice (P7) → ``performance_item_coverage_invalid``; failing P0 tests (P5) → ``precision_failure``
   or ``runtime_failure``; Stage 4 gate failures keep their own categories.
@@ -17,6 +20,7 @@ ledger closure and the best-version choice. Category mapping (docs/stage5-check.
 from __future__ import annotations
 
 import functools
+import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +30,8 @@ from ..measure import correctness, evidence
 from .. import fsio
 from ..contract import manifest, protocol, schemas
 from ..errors import ContractError, PerftuneError
+from . import remeasure
+from . import soundness as sound
 from . import stage5_evidence as ev, terminal_model
 
 P1_FILES = (protocol.PERFORMANCE_REPORT_MD, protocol.PERFORMANCE_JSON, protocol.PERFORMANCE_LOG,
@@ -56,6 +62,8 @@ class Context:
     target_case_ids: tuple[str, ...]
     selection_mode: str
     rerun_tests: bool = True
+    remeasure: bool | None = None          # None: on for the cpu backend, off for msprof
+    remeasure_budget_s: float | None = None
     inputs: dict[str, dict[str, Any]] = field(default_factory=dict)
     notes: dict[str, Any] = field(default_factory=dict)
 
@@ -132,6 +140,7 @@ def gate_p2(ctx: Context) -> list[Finding]:
     for rnd in rounds:
         out += [Finding("P2", cat, msg, (fsio.display_path(rnd.path, ctx.op_dir),))
                 for cat, msg in ev.protocol_problems(rnd.collection, man, ctx.inputs["manifest"])]
+    out += [Finding("P2", cat, msg) for cat, msg in sound.fingerprint_problems(*rounds)]
     return out
 
 
@@ -174,6 +183,7 @@ def gate_p5(ctx: Context) -> list[Finding]:
     man = _guard(ctx, "manifest", "stage5_contract_blocked")
     record, rerun = ev.correctness_record(ctx.op_dir, man, ctx.delivered_sha, rerun=ctx.rerun_tests)
     ctx.notes["correctness"] = {"run_id": record.get("run_id") if record else None, "rerun": rerun}
+    ctx.notes["correctness_record"] = record
     if record is None:
         return [Finding("P5", "runtime_failure", "no correctness run of the delivered sources",
                         ("run check_correctness.py",))]
@@ -224,6 +234,50 @@ def gate_p8(ctx: Context) -> list[Finding]:
             + terminal_model.model_problems(man, terminal_model.load_record(ctx.op_dir))]
 
 
+def gate_p9(ctx: Context) -> list[Finding]:
+    """Inputs attested and equal to the golden rebuild; the frozen precision gate applied and met."""
+    man = _guard(ctx, "manifest", "stage5_contract_blocked")
+    base, final = _guard(ctx, "rounds", "performance_evidence_invalid")
+    golden, problem = sound.rebuild_golden(ctx.op_dir, man)
+    ctx.notes["golden_inputs"] = golden
+    out = [("stage5_contract_blocked", problem)] if problem else []
+    rounds = {r.collection_id: r for r in (base, final)}
+    for name in sound.ranked_rounds(ctx.op_dir):
+        if name not in {r.path.name for r in rounds.values()}:
+            try:
+                rnd = evidence.load_round(ctx.op_dir, name)
+                rounds[rnd.collection_id] = rnd
+            except PerftuneError as exc:
+                out.append(("performance_evidence_invalid", f"ranked round {name}: {exc.line()}"))
+    out += sound.attestation_problems(ctx.op_dir, man, list(rounds.values()), golden)
+    out += sound.precision_problems(ctx.op_dir, man, ctx.notes.get("correctness_record"))
+    return [Finding("P9", cat, msg) for cat, msg in out]
+
+
+def gate_p10(ctx: Context) -> list[Finding]:
+    """The verifier re-measures final vs baseline code (target cases) and times wrapper vs op."""
+    man = _guard(ctx, "manifest", "stage5_contract_blocked")
+    perf = _guard(ctx, "performance", "performance_evidence_invalid")
+    base, final = _guard(ctx, "rounds", "performance_evidence_invalid")
+    wanted = ctx.remeasure if ctx.remeasure is not None else man.protocol.backend == "cpu"
+    if not wanted:
+        ctx.notes["remeasure"] = {"status": "not_run", "reason": "off (--no-remeasure, or msprof without --remeasure)"}
+        return []
+    problems, note = remeasure.run(ctx.op_dir, man, perf, base, final, ctx.remeasure_budget_s)
+    ctx.notes["remeasure"] = note
+    golden = ctx.notes.get("golden_inputs") or {}
+    for row in note.get("cases", []):
+        expected = [[list(s), d, h] for s, d, h in golden.get(row["case"], [])]
+        if golden and [json_rows(k) for k in row["inputs"]] != [json_rows(expected)]:
+            problems.append(("cheating", f"case {row['case']}: the re-measured call received other inputs than the "
+                             "golden factory's seed-42 inputs"))
+    return [Finding("P10", cat, msg, (note.get("path", ""),)) for cat, msg in problems]
+
+
+def json_rows(key) -> str:
+    return json.dumps(key, sort_keys=True)
+
+
 GATES: tuple[tuple[str, str, Callable[[Context], list[Finding]]], ...] = (
     ("P1", "deliverable files exist and cite existing evidence", gate_p1),
     ("P2", "frozen contract, SPEC coverage, dispatch target, identical protocol", gate_p2),
@@ -233,6 +287,8 @@ GATES: tuple[tuple[str, str, Callable[[Context], list[Finding]]], ...] = (
     ("P6", "golden contract and target status recomputed", gate_p6),
     ("P7", "ledger closed and the delivered version is the recomputed choice", gate_p7),
     ("P8", "terminal evidence per P0 case", gate_p8),
+    ("P9", "measured inputs and the precision gate are the frozen ones", gate_p9),
+    ("P10", "the verifier's own paired re-measurement reproduces every target speed-up", gate_p10),
 )
 
 
@@ -284,6 +340,7 @@ class Stage5Result:
     inputs: dict[str, dict[str, Any]]
     target_status: dict[str, Any]
     delivered_sha: str | None
+    remeasure: dict[str, Any] | None = None
 
     @property
     def categories(self) -> list[str]:
@@ -303,7 +360,8 @@ class Stage5Result:
                 "gates": self.gates, "failures": [f.as_dict() for f in self.findings],
                 "categories": self.categories, "primary_failure_category": self.primary,
                 "inputs": self.inputs, "target_status": self.target_status,
-                "delivered_executable_sha256": self.delivered_sha}
+                "delivered_executable_sha256": self.delivered_sha,
+                **({"remeasure": self.remeasure} if self.remeasure else {})}
 
 
 def _stage4_rows(op_dir: Path) -> tuple[Any, list[dict[str, Any]], list[Finding]]:
@@ -327,12 +385,13 @@ def _input_rows(op_dir: Path) -> tuple[list[dict[str, Any]], list[Finding]]:
 
 
 def check(op_dir: str | Path, target_case_ids: list[str], selection_mode: str, *,
-          rerun_tests: bool = True) -> Stage5Result:
+          rerun_tests: bool = True, remeasure: bool | None = None,
+          remeasure_budget_s: float | None = None) -> Stage5Result:
     """Run the Stage 4 static gates and P1-P8 on ``op_dir``; never modifies deliverables."""
     root = Path(op_dir)
     if not root.is_dir():
         raise ContractError(root, "--op-dir", "is not a directory", "pass the custom/<op> directory")
-    ctx = Context(root, tuple(target_case_ids), selection_mode, rerun_tests)
+    ctx = Context(root, tuple(target_case_ids), selection_mode, rerun_tests, remeasure, remeasure_budget_s)
     stage4, rows, findings = _stage4_rows(root)
     in_rows, in_findings = _input_rows(root)
     rows, findings = in_rows + rows, in_findings + findings
@@ -344,7 +403,7 @@ def check(op_dir: str | Path, target_case_ids: list[str], selection_mode: str, *
     inputs = {**{f"stage4:{k}": v for k, v in stage4.inputs.items()}, **ctx.inputs}
     return Stage5Result(root.resolve().name, {"case_ids": list(target_case_ids), "selection_mode": selection_mode},
                         stage4, rows + p_rows, findings + p_findings, inputs,
-                        ctx.notes.get("target_status") or {}, delivered)
+                        ctx.notes.get("target_status") or {}, delivered, ctx.notes.get("remeasure"))
 
 
 def render_text(result: Stage5Result, evidence_path: str) -> str:

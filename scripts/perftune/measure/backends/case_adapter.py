@@ -9,6 +9,11 @@ command; the selector preflight runs it for every case and for one unknown id.
 
 usage:
   python -m perftune.measure.backends.case_adapter --op-dir DIR --case-id ID [--runner FILE] [--manifest FILE]
+      [--op-name NAME --attest FILE]
+
+With ``--op-name`` and ``--attest`` the op is wrapped before the launch and what its one call
+received and returned is written to FILE (``measure/attestation.py``; the msprof backend archives
+it as ``repeat_NNN/attestation.json``).
 
 example:
   PYTHONPATH=scripts python -m perftune.measure.backends.case_adapter --op-dir custom/softmax --case-id r64_c4096_fp32
@@ -34,13 +39,14 @@ from ...contract.manifest import Manifest, load_manifest
 def find_runner(op_dir: str | Path) -> Path:
     """``test_<dirname>.py`` when present, else the single ``test_*.py``; several is an error."""
     root = Path(op_dir)
-    preferred = root / f"test_{root.name}.py"
+    name = root.resolve().name  # "." names the folder it stands for
+    preferred = root / f"test_{name}.py"
     if preferred.is_file():
         return preferred
     found = sorted(p for p in root.glob("test_*.py") if p.is_file())
     if len(found) != 1:
         raise ContractError(root, "test_<op>.py", f"{len(found)} runner candidates {[p.name for p in found]}",
-                            f"keep exactly one test_*.py or name it test_{root.name}.py")
+                            f"keep exactly one test_*.py or name it test_{name}.py")
     return found[0]
 
 
@@ -93,12 +99,49 @@ def known_case(manifest: Manifest, case_id: str, source: str) -> None:
                             f"use one of {list(manifest.case_ids)}")
 
 
+def launcher_name(module: ModuleType, op_name: str) -> str | None:
+    """The runner function that launches the op: ``op_name`` itself (cpu), else the longest function
+    name of the runner contained in it (msprof: ``softmax_kernel`` in ``pypto_softmax_kernel_mix_aic_0``)."""
+    if callable(getattr(module, op_name, None)):
+        return op_name
+    names = [n for n, v in vars(module).items() if callable(v) and getattr(v, "__module__", None) == module.__name__
+             and not n.startswith("test_") and len(n) > 3 and n in op_name]
+    return max(names, key=len) if names else None
+
+
+def _attested(module: ModuleType, function: Callable[[], object], op_name: str, output: Path) -> None:
+    """Run ``function`` with the module's ``op_name`` recorded (never timed); write the records."""
+    from ... import fsio
+    from .. import attestation
+    name, records = launcher_name(module, op_name), []
+    if name is None:
+        fsio.write_json(output, {"unavailable": f"no function of the runner is named in the op name {op_name!r}"})
+        function()
+        return
+    target = getattr(module, name)
+
+    def recorder(*args, **kwargs):
+        pre = attestation.before(args, kwargs)
+        result = target(*args, **kwargs)
+        records.append(attestation.after(pre, args, kwargs, result, attestation.caller_name()))
+        return result
+
+    setattr(module, name, recorder)
+    try:
+        function()
+    finally:
+        setattr(module, name, target)
+    fsio.write_json(output, records[0] if len(records) == 1 else {"calls": records})
+
+
 def main(argv=None) -> int:
     parser = parser_from_doc(__doc__, "case_adapter")
     parser.add_argument("--op-dir", required=True, help="operator directory")
     parser.add_argument("--case-id", required=True, help="manifest case id to run")
     parser.add_argument("--runner", help="test file (default: test_<op>.py in --op-dir)")
     parser.add_argument("--manifest", help="manifest (default: <op-dir>/PERFORMANCE_CASES.json)")
+    parser.add_argument("--op-name", help="frozen op name to attest (with --attest)")
+    parser.add_argument("--attest", help="write the op call's input attestation here")
     args = parser.parse_args(argv)
     op_dir = Path(args.op_dir).resolve()
     manifest_path = Path(args.manifest or op_dir / protocol.MANIFEST_NAME)
@@ -111,7 +154,11 @@ def main(argv=None) -> int:
             runpy.run_path(str(runner), run_name="__main__")
         else:
             module = load_runner_module(runner, op_dir)
-            case_function(module, manifest, args.case_id, str(manifest_path))()
+            function = case_function(module, manifest, args.case_id, str(manifest_path))
+            if args.op_name and args.attest:
+                _attested(module, function, args.op_name, Path(args.attest))
+            else:
+                function()
     except (ContractError, CheckFailed):
         raise
     except Exception as exc:  # the operator's own test failed: report it on one line

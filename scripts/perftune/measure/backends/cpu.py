@@ -22,6 +22,7 @@ from typing import Any
 from ... import fsio
 from ...errors import CheckFailed, ContractError, EnvError
 from ...contract.manifest import Case
+from ..attestation import ATTESTATION_JSON
 from .base import Backend, RepeatResult, RunSpec, marker_lines, repeat_dir_name, run_logged, runner_env, write_evidence_status
 
 SAMPLES_CSV = "samples.csv"
@@ -74,6 +75,8 @@ class CpuBackend(Backend):
         row = [str(number), case.id, spec.op_name, duration, str(int(sample["calls"]))]
         fsio.write_text(folder / SAMPLES_CSV, ",".join(COLUMNS) + "\n" + _csv_line(row))
         fsio.write_text(folder / "collection.log", log)
+        if "attestation" in sample:  # what the timed call received (measure/attestation.py)
+            fsio.write_json(folder / ATTESTATION_JSON, sample["attestation"])
         repeat = self.read_repeat(folder, spec.op_name)
         write_evidence_status(folder, {
             "backend": self.name, "case": case.id, "target_op_name": spec.op_name,

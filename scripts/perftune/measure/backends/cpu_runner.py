@@ -31,6 +31,7 @@ from ...contract import protocol
 from ...argv import parser_from_doc
 from ...errors import CheckFailed, ContractError, run_cli
 from ...contract.manifest import load_manifest
+from .. import attestation
 from .case_adapter import case_function, known_case, load_runner_module, seed_all
 
 
@@ -41,8 +42,10 @@ class TimingShim:
         self.target = target
         self.calls = 0
         self.durations_ns: list[int] = []
+        self.attestations: list[dict] = []
 
     def __call__(self, *args, **kwargs):
+        pre = attestation.before(args, kwargs)  # outside the timed region
         enabled = gc.isenabled()
         gc.disable()
         try:
@@ -54,6 +57,7 @@ class TimingShim:
                 gc.enable()
         self.calls += 1
         self.durations_ns.append(stop - start)
+        self.attestations.append(attestation.after(pre, args, kwargs, result, attestation.caller_name()))
         return result
 
 
@@ -68,13 +72,13 @@ def _shim(module, op_name: str, source: str) -> tuple[object, "TimingShim"]:
 
 
 def _one_call(shim: TimingShim, function, op_name: str, index: int, source: str) -> dict:
-    shim.calls, shim.durations_ns = 0, []
+    shim.calls, shim.durations_ns, shim.attestations = 0, [], []
     seed_all()
     function()
     if shim.calls != 1:
         raise CheckFailed(source, op_name, f"test call {index + 1} called the op {shim.calls} times",
                           "each test must launch the target exactly once")
-    return {"duration_ns": shim.durations_ns[0], "calls": shim.calls}
+    return {"duration_ns": shim.durations_ns[0], "calls": shim.calls, "attestation": shim.attestations[0]}
 
 
 def _settle_heap() -> None:

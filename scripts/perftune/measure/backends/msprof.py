@@ -43,6 +43,7 @@ from .. import msprof_csv, routing
 from ...contract import protocol
 from ...errors import CheckFailed, ContractError, EnvError
 from ...contract.manifest import Case
+from ..attestation import ATTESTATION_JSON
 from .base import COLLECTION_LOG, Backend, RepeatResult, RunSpec, format_log, marker_lines, run_logged, runner_env, write_evidence_status
 
 MSPROF = "msprof"
@@ -200,6 +201,8 @@ class MsprofBackend(Backend):
     def run_repeat(self, spec: RunSpec, case: Case, repeat_dir: Path) -> RepeatResult:
         repeat_dir.mkdir(parents=True, exist_ok=True)
         log, runner = LogBook(repeat_dir / COLLECTION_LOG), self.case_command(spec, case.id)
+        if spec.selector.kind == "function_adapter":  # the adapter records what the launch received
+            runner = [*runner, "--op-name", spec.op_name, "--attest", str(repeat_dir / ATTESTATION_JSON)]
         status: dict[str, Any] = {"backend": self.name, "case": case.id, "target_op_name": spec.op_name,
                                   "timing_source_file": TIMING_FILE, "timing_source_metric":
                                   protocol.CANONICAL_METRIC, "per_core_claim_allowed": False, "warnings": []}

@@ -1,0 +1,131 @@
+"""Input attestation: what the timed call of the op actually received and returned.
+
+A runner (cpu ``cpu_runner``, the msprof ``case_adapter``, the correctness probe) wraps the frozen
+op with :class:`Recorder` logic: :func:`before` describes every argument right before the call
+(outside any timed region), :func:`after` describes them again plus the return value. An argument
+whose digest changed was written by the op (an output buffer); every other argument is an input.
+The record of one call is::
+
+    {"inputs": [{"arg", "kind", "shape", "dtype", "contiguous", "sha256"}, ...],
+     "outputs": [...same, for written arguments and the return value...], "caller": "<function>"}
+
+``caller`` is the function that called the op (the wrapper; ``stage5_check`` times it beside the
+kernel). Tensors are numpy arrays or objects with ``detach``/``cpu`` (torch): their bytes are
+copied to the host only here, never inside a timed region. ``sha256`` is over the C-order bytes.
+The verifier compares these records with the manifest and with inputs it rebuilds from the golden
+factory (``python -m perftune.measure.attestation``, docs/stage5-check.md).
+
+usage:
+  python -m perftune.measure.attestation --golden FILE --factory NAME --manifest FILE --output FILE
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+from pathlib import Path
+from typing import Any
+
+ATTESTATION_JSON = "attestation.json"
+
+
+def _host_array(value: Any):
+    """A numpy view of ``value`` when it is a tensor, else None (never imports torch itself)."""
+    try:
+        import numpy
+    except ImportError:  # numpy is a product dependency; without it nothing is a tensor here
+        return None
+    if isinstance(value, numpy.ndarray):
+        return value
+    if hasattr(value, "detach") and hasattr(value, "cpu") and hasattr(value, "shape"):
+        tensor = value.detach().cpu()
+        try:
+            return tensor.numpy()
+        except (TypeError, RuntimeError):  # bfloat16 and friends: keep the bits, name the dtype
+            import torch
+            return tensor.contiguous().view(torch.uint8).numpy()
+    return None
+
+
+def _dtype_name(value: Any, array) -> str:
+    text = str(getattr(value, "dtype", array.dtype))
+    return text.split(".")[-1]
+
+
+def describe(value: Any, arg: str) -> dict[str, Any]:
+    """Shape, dtype, contiguity and content digest of a tensor; kind and repr of anything else."""
+    array = _host_array(value)
+    if array is None:
+        if isinstance(value, (bool, int, float, str)) or value is None:
+            return {"arg": arg, "kind": "scalar", "value": repr(value)}
+        return {"arg": arg, "kind": type(value).__name__}
+    import numpy
+    contiguous = bool(value.is_contiguous()) if hasattr(value, "is_contiguous") else bool(array.flags.c_contiguous)
+    data = numpy.ascontiguousarray(array)
+    digest = hashlib.sha256(memoryview(data).cast("B")).hexdigest() if data.size else hashlib.sha256().hexdigest()
+    return {"arg": arg, "kind": "tensor", "shape": [int(d) for d in getattr(value, "shape", array.shape)],
+            "dtype": _dtype_name(value, array), "contiguous": contiguous, "sha256": digest}
+
+
+def _named(args: tuple, kwargs: dict) -> list[tuple[str, Any]]:
+    return [(str(i), a) for i, a in enumerate(args)] + [(k, kwargs[k]) for k in sorted(kwargs)]
+
+
+def before(args: tuple, kwargs: dict) -> list[dict[str, Any]]:
+    """Describe every argument right before the op call."""
+    return [describe(value, name) for name, value in _named(args, kwargs)]
+
+
+def after(pre: list[dict[str, Any]], args: tuple, kwargs: dict, result: Any, caller: str) -> dict[str, Any]:
+    """The call's record: unchanged arguments are inputs; written ones and the result are outputs."""
+    return split(pre, before(args, kwargs), result, caller)
+
+
+def split(pre: list[dict[str, Any]], post: list[dict[str, Any]], result: Any, caller: str) -> dict[str, Any]:
+    """:func:`after` from the two descriptions of the arguments (before and after the call)."""
+    inputs, outputs = [], []
+    for was, now in zip(pre, post):
+        (outputs if was.get("sha256") != now.get("sha256") else inputs).append(now)
+    if result is not None:
+        outputs.append(describe(result, "return"))
+    return {"inputs": inputs, "outputs": outputs, "caller": caller}
+
+
+def caller_name(depth: int = 2) -> str:
+    """Name of the function ``depth`` frames up (the op's caller when called from a shim)."""
+    frame = sys._getframe(depth)
+    return frame.f_code.co_name
+
+
+def input_key(record: dict[str, Any]) -> list[tuple]:
+    """The comparable identity of a call's inputs: (shape, dtype, sha256) of each tensor input."""
+    return [(tuple(i["shape"]), i["dtype"], i["sha256"]) for i in record.get("inputs", []) if i.get("kind") == "tensor"]
+
+
+def rebuild_golden_inputs(golden: Path, factory: str, manifest_path: Path) -> dict[str, list[dict[str, Any]]]:
+    """Inputs the golden factory builds with seed 42, described per case (run in a subprocess)."""
+    from ..contract import golden as golden_mod
+    from ..contract.manifest import load_manifest
+    manifest = load_manifest(manifest_path, check_schema=False)
+    golden_mod.seed_all()
+    built = golden_mod.load_callable(golden, factory, "--factory")([dict(c) for c in manifest.raw["cases"]])
+    out = {}
+    for case_id, args, kwargs in built:
+        out[str(case_id)] = before(tuple(args), dict(kwargs))
+    return out
+
+
+def main(argv=None) -> int:
+    from .. import fsio
+    from ..argv import parser_from_doc
+    parser = parser_from_doc(__doc__, "attestation")
+    for flag in ("--golden", "--factory", "--manifest", "--output"):
+        parser.add_argument(flag, required=True)
+    args = parser.parse_args(argv)
+    fsio.write_json(args.output, rebuild_golden_inputs(Path(args.golden), args.factory, Path(args.manifest)))
+    return 0
+
+
+if __name__ == "__main__":
+    from ..errors import run_cli
+    sys.exit(run_cli(main))

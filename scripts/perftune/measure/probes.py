@@ -1,0 +1,43 @@
+"""Parent side of :mod:`perftune.measure.probe_runner`: run one probe process, return its JSON.
+
+A probe that cannot run (the runner crashed, timed out or wrote nothing) returns
+``{"problem": "<one line>"}``: missing evidence is recorded as missing, never as a pass.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from .. import fsio
+from ..errors import PerftuneError
+from .backends.base import runner_env
+
+DEFAULT_TIMEOUT_S = 600.0
+
+
+def run(op_dir: Path, runner: Path, manifest_path: Path, case_id: str, op_name: str, *, mode: str = "correctness",
+        paired_runner: Path | None = None, calls: int = 5, device_id: int = 0,
+        timeout_s: float = DEFAULT_TIMEOUT_S) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="perftune_probe_") as scratch:
+        output = Path(scratch) / "probe.json"
+        argv = [sys.executable, "-m", "perftune.measure.probe_runner", "--op-dir", str(op_dir), "--runner",
+                str(runner), "--manifest", str(manifest_path), "--case-id", case_id, "--op-name", op_name,
+                "--output", str(output), "--mode", mode, "--calls", str(calls)]
+        if paired_runner is not None:
+            argv += ["--paired-runner", str(paired_runner)]
+        env = {**runner_env(device_id), "PYTHONDONTWRITEBYTECODE": "1"}
+        try:
+            proc = subprocess.run(argv, cwd=op_dir, env=env, capture_output=True, text=True, timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            return {"problem": f"probe timed out after {timeout_s} s"}
+        if proc.returncode != 0 or not output.is_file():
+            tail = (proc.stderr.strip().splitlines() or ["no stderr"])[-1]
+            return {"problem": f"probe runner exited {proc.returncode}: {tail}"}
+        try:
+            return fsio.read_json(output, what="probe result")
+        except PerftuneError as exc:
+            return {"problem": exc.line()}
