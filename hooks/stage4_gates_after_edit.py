@@ -3,7 +3,7 @@
 
 Reads the Claude Code hook event (JSON) on stdin. Only Edit/Write/MultiEdit of a file named
 `test_<op>.py` whose directory holds a `SPEC.md` (an operator directory) triggers the check:
-`python scripts/stage4_gates.py --op-dir DIR --op <op> --json` of this plugin.
+`python3 scripts/stage4_gates.py --op-dir DIR --op <op> --json` of this plugin.
 - gates pass (exit 0): silent, exit 0;
 - a gate FAILs or is blocked, or the gates cannot run (script missing, contract error, timeout):
   the summary goes to stderr with exit 2, which Claude Code feeds back to the model (the edit has
@@ -66,7 +66,7 @@ def run_gates(op_dir: Path, op: str, gates_script: Path = GATES_SCRIPT) -> tuple
         return 0, ""
     try:
         return 2, summarise(json.loads(proc.stdout))
-    except (json.JSONDecodeError, AttributeError, KeyError):
+    except (ValueError, RecursionError, AttributeError, KeyError, TypeError):
         detail = (proc.stderr.strip() or proc.stdout.strip() or "no output").splitlines()[-1]
         return 2, f"Stage 4 static gates could not run (exit {proc.returncode}): {detail}"
 
@@ -74,8 +74,9 @@ def run_gates(op_dir: Path, op: str, gates_script: Path = GATES_SCRIPT) -> tuple
 def main() -> int:
     try:
         event = json.loads(sys.stdin.read() or "null")
-    except json.JSONDecodeError as exc:
-        print(f"Stage 4 static gates NOT run: hook input is not JSON ({exc})", file=sys.stderr)
+    except (ValueError, RecursionError) as exc:
+        print(f"Stage 4 static gates NOT run: hook input is not usable JSON ({type(exc).__name__})",
+              file=sys.stderr)
         return 2
     target = watched_test(event) if isinstance(event, dict) else None
     if target is None:

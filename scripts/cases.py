@@ -8,7 +8,7 @@ A case's numbers describe another operator on another platform: never a target f
 usage:
   cases.py --op-type TYPE --bound LABEL [--limit N] [--references DIR] [--json]
 example:
-  python scripts/cases.py --op-type matmul --bound data_movement_candidate --json
+  python3 scripts/cases.py --op-type matmul --bound data_movement_candidate --json
 exit codes: 0 routed (possibly no case), 2 usage/contract error (unknown bound, missing INDEX).
 """
 

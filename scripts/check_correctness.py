@@ -12,7 +12,7 @@ usage:
   check_correctness.py --op-dir DIR [--test-file test_<op>.py] [--timeout S] [--json]
 
 example:
-  python scripts/check_correctness.py --op-dir custom/softmax --json
+  python3 scripts/check_correctness.py --op-dir custom/softmax --json
 
 exit codes: 0 every test passed, 1 a test (P0 or not) failed, 2 usage/contract error (no test file).
 """

@@ -13,7 +13,7 @@ usage:
       --output-dir D --device N --warmup N --repeats N --seed 42 [--backend cpu|torch_npu|pypto-sim] [--json]
 
 example:
-  python scripts/collect_golden_reference.py custom/softmax/softmax_golden.py \
+  python3 scripts/collect_golden_reference.py custom/softmax/softmax_golden.py \
       --function softmax_golden --factory golden_cases \
       --case-manifest custom/softmax/PERFORMANCE_CASES.json --output-dir custom/softmax \
       --device 0 --warmup 2 --repeats 10 --seed 42

@@ -18,7 +18,7 @@ usage:
   collect_perf.py merge --shared-dir DIR [--json]
 
 example:
-  python scripts/collect_perf.py formal --op-dir custom/softmax --retry 1
+  python3 scripts/collect_perf.py formal --op-dir custom/softmax --retry 1
 
 exit codes: 0 complete, 1 a round/preflight failed (kept, marked failed, with the reason),
 2 usage/contract error, 3 environment error (e.g. msprof not on PATH).

@@ -18,7 +18,7 @@ usage:
   (ROUND: round_NNN or a collection id; QUICK: quick_NNN or a collection id)
 
 example:
-  python scripts/compare_perf.py formal --op-dir custom/softmax --baseline round_001 --candidate round_003
+  python3 scripts/compare_perf.py formal --op-dir custom/softmax --baseline round_001 --candidate round_003
 
 exit codes: 0 no target case is slower, 1 a target case is slower (formal), 2 usage/contract
 error (different protocol, manifest hash mismatch, quick/incomplete/failed round given as

@@ -16,7 +16,7 @@ usage:
   demo.py [--op-dir DIR | --example NAME] [--workdir DIR] [--keep] [--json]
 
 example:
-  python scripts/demo.py --example linear --workdir /tmp/stage5_demo --keep
+  python3 scripts/demo.py --example linear --workdir /tmp/stage5_demo --keep
 
 exit codes: stage5_check's (0 PASSED, 1 FAILED); 2 when the operator folder is incomplete, a step's
 script is missing or a step fails on a contract error (one line naming the file or step and its

@@ -16,7 +16,7 @@ usage:
   docs_search.py QUERY [QUERY ...] [--limit N] [--root DIR ...] [--json]
   docs_search.py --check [--json]
 example:
-  python scripts/docs_search.py make_tile_group auto_mutex --limit 5
+  python3 scripts/docs_search.py make_tile_group auto_mutex --limit 5
 exit codes: 0 results printed (possibly none), 2 usage error, 4 cache needs provisioning.
 """
 

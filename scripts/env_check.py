@@ -16,7 +16,7 @@ errors, warnings, devices, npu_usable, torch_npu_ok, pypto_pro_ok, cann_version,
 usage:
   env_check.py [--output PATH] [--timeout S] [--json]
 example:
-  python scripts/env_check.py --output custom/softmax/env_report.json --timeout 60
+  python3 scripts/env_check.py --output custom/softmax/env_report.json --timeout 60
 exit codes: 0 ok, 2 usage error, 3 env_error (kind says hardware or software).
 """
 

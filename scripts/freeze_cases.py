@@ -18,7 +18,7 @@ usage:
   freeze_cases.py show --op-dir DIR [--json]
 
 example:
-  python scripts/freeze_cases.py freeze --op-dir custom/rmsnorm --target-case-ids b4_h4096_fp32 \
+  python3 scripts/freeze_cases.py freeze --op-dir custom/rmsnorm --target-case-ids b4_h4096_fp32 \
       --selection-mode user_selected --backend cpu --op-name rmsnorm_kernel --repeats 10
 
 --op-name-from takes the name from a discovery record (collect_perf.py list-op-names) and checks
@@ -35,7 +35,7 @@ import sys
 from pathlib import Path
 
 from perftune import fsio
-from perftune.contract import freeze as freezing, manifest, op_name, protocol
+from perftune.contract import freeze as freezing, frozen_inputs, manifest, op_name, protocol
 from perftune.measure import evidence
 from perftune.argv import add_json_flag, parser_from_doc
 from perftune.errors import ContractError, run_cli
@@ -100,9 +100,11 @@ def main(argv=None) -> int:
             processes=args.processes,
             simulator=pypto_sim.simulator_identity(args.sim_arch) if args.backend == "pypto-sim" else None)
         manifest.check_protocol_values(proto, "freeze_cases.py")
-        path, obj, report = freezing.freeze(args.op_dir, target_case_ids=args.target_case_ids,
-                                            selection_mode=args.selection_mode, proto=proto,
-                                            test_name=args.test_file, replace=args.replace, at=evidence.utc_now())
+        with frozen_inputs.recorded(args.op_dir, replace=args.replace):
+            path, obj, report = freezing.freeze(args.op_dir, target_case_ids=args.target_case_ids,
+                                                selection_mode=args.selection_mode, proto=proto,
+                                                test_name=args.test_file, replace=args.replace,
+                                                at=evidence.utc_now())
     else:
         obj, report = manifest.load_manifest(path).raw, {}
     record = fsio.file_record(path, args.op_dir)

@@ -16,7 +16,7 @@ usage:
   install.py --host HOST [--level project|global] [--dest DIR] --uninstall [--json]
 
 example:
-  python scripts/install.py --host opencode --level project --dest ~/work/my-ops
+  python3 scripts/install.py --host opencode --level project --dest ~/work/my-ops
 
 exit codes: 0 done, 2 usage/contract error (unknown host, nothing to uninstall, foreign manifest).
 """

@@ -14,7 +14,7 @@ usage:
   instruction_timeline.py parse --trace FILE --op-name NAME [--json]
 
 example:
-  python scripts/instruction_timeline.py collect --op-dir custom/softmax --round round_007
+  python3 scripts/instruction_timeline.py collect --op-dir custom/softmax --round round_007
 
 exit codes: 0 every case has a complete timeline, 1 a case failed (named, nothing half-written),
 2 usage/contract error, 3 environment error (msprof missing).

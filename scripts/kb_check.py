@@ -11,7 +11,7 @@ usage:
   kb_check.py check [--references DIR] [--json]
   kb_check.py symbols --samples DIR --commit SHA [--repository NAME] [--out FILE]
 example:
-  python scripts/kb_check.py check --json
+  python3 scripts/kb_check.py check --json
 exit codes: 0 clean, 1 findings, 2 usage/contract error (missing folder, unreadable provenance).
 """
 

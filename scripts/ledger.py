@@ -18,7 +18,7 @@ usage:
   ledger.py show --op-dir DIR [--json]
 
 example:
-  python scripts/ledger.py update --op-dir custom/softmax --item general-18 --status accepted \
+  python3 scripts/ledger.py update --op-dir custom/softmax --item general-18 --status accepted \
       --correctness c001-1a2b3c4d --formal round_003 --note "fp32 accumulation: 1.4x, CI above band"
 
 exit codes: 0 ok, 2 usage/contract error (refused transition, bad input; nothing written).

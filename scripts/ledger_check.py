@@ -12,7 +12,7 @@ usage:
   ledger_check.py --op-dir DIR [--json]
 
 example:
-  python scripts/ledger_check.py --op-dir custom/softmax --json
+  python3 scripts/ledger_check.py --op-dir custom/softmax --json
 
 exit codes: 0 closed, 1 not closed (problems listed), 2 malformed ledger or sources.
 """

@@ -11,7 +11,7 @@ usage:
   new_operator.py --op NAME --dir DIR [--json]
 
 example:
-  python scripts/new_operator.py --op rmsnorm --dir custom
+  python3 scripts/new_operator.py --op rmsnorm --dir custom
 
 exit codes: 0 created, 2 usage error (name not an identifier, folder exists).
 """
@@ -41,7 +41,7 @@ def main(argv=None) -> int:
         print(fsio.dumps({"op_dir": str(root), "files": written}), end="")
     else:
         print(f"created {root} with {len(written)} files: {', '.join(written)}")
-        print(f"next: fill every <FILL: ...>, then python scripts/validate_stage.py 1 --op-dir {root}")
+        print(f"next: fill every <FILL: ...>, then python3 scripts/validate_stage.py 1 --op-dir {root}")
     return 0
 
 

@@ -9,7 +9,7 @@ usage:
   orchestrator_state.py <action> --op-dir DIR --actor pypto-pro-op-orchestrator [flags] [--json]
   orchestrator_state.py show --op-dir DIR [--json]
 example:
-  python scripts/orchestrator_state.py complete_stage --op-dir custom/softmax \\
+  python3 scripts/orchestrator_state.py complete_stage --op-dir custom/softmax \\
       --actor pypto-pro-op-orchestrator --stage 1
 exit codes: 0 done, 2 refused / usage / corrupt state file (message names file, guard and fix).
 """

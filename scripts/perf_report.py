@@ -10,7 +10,7 @@ usage:
   perf_report.py --op-dir DIR [--json]
 
 example:
-  python scripts/perf_report.py --op-dir custom/softmax
+  python3 scripts/perf_report.py --op-dir custom/softmax
 
 exit codes: 0 written, 2 missing or invalid evidence (message names file and field).
 """

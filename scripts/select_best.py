@@ -17,7 +17,7 @@ usage:
   select_best.py confirm --op-dir DIR --final-round ROUND [--json]
 
 example:
-  python scripts/select_best.py record --op-dir custom/softmax --version-id v1-fp32 --round round_002 \
+  python3 scripts/select_best.py record --op-dir custom/softmax --version-id v1-fp32 --round round_002 \
       --items general-18 --correctness c002-1a2b3c4d --compliance "stage4_gates.py: PASS"
 
 exit codes: 0 ok / chosen / confirmed; 1 no eligible candidate, or the final round is not shown

@@ -13,7 +13,7 @@ usage:
   stage4_gates.py --op-dir DIR [--op NAME] [--import-timeout SECONDS] [--json]
 
 example:
-  python scripts/stage4_gates.py --op-dir custom/softmax --json
+  python3 scripts/stage4_gates.py --op-dir custom/softmax --json
 
 exit codes: 0 every gate PASS or not_applicable, 1 a gate FAILed, 2 usage/contract error (op dir or
 test file missing), 3 no gate failed but a gate is blocked by the environment (env_error).

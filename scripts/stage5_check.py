@@ -14,7 +14,7 @@ usage:
                   [--remeasure | --no-remeasure] [--remeasure-budget-s S] [--json]
 
 example:
-  python scripts/stage5_check.py --op-dir custom/softmax --target-case-ids r64_c4096_fp32 \
+  python3 scripts/stage5_check.py --op-dir custom/softmax --target-case-ids r64_c4096_fp32 \
       --selection-mode user_selected
 
 exit codes: 0 PASSED, 1 FAILED, 2 usage error or frozen contract blocked, 3 environment only.

@@ -16,8 +16,8 @@ usage:
   terminal_evidence.py build --op-dir DIR --round ROUND [--platform FILE] [--output PATH] [--json]
 
 example:
-  python scripts/terminal_evidence.py probe --output custom/softmax/docs/perf/platform_cpu.json
-  python scripts/terminal_evidence.py build --op-dir custom/softmax --round round_007
+  python3 scripts/terminal_evidence.py probe --output custom/softmax/docs/perf/platform_cpu.json
+  python3 scripts/terminal_evidence.py build --op-dir custom/softmax --round round_007
 
 exit codes: 0 written, 2 usage/contract error (missing round, platform or manifest), 3 environment.
 """

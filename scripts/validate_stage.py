@@ -15,7 +15,7 @@ usage:
   validate_stage.py {1,2,3,4} --op-dir DIR [--op NAME] [--timeout SECONDS] [--json]
 
 example:
-  python scripts/validate_stage.py 1 --op-dir custom/softmax
+  python3 scripts/validate_stage.py 1 --op-dir custom/softmax
 
 exit codes: 0 PASSED, 1 FAILED (a problem is listed), 2 usage error (no such directory),
 3 only the environment blocks (the golden needs a module that is not installed).

@@ -7,7 +7,12 @@ Each subpackage's ``__init__`` names what it may import; tests/test_layering.py 
 The thin CLIs in ``scripts/`` parse arguments, call one library function and map the result to
 an exit code.
 
-May import: (the shared ground imports only itself: argv and fsio may import errors)
+May import: (the shared ground imports only itself: argv and fsio may import errors; this root
+imports errors to install the import guard)
 """
 
-__version__ = "0.1.0"
+__version__ = "0.2.5"
+
+from .errors import install_import_guard
+
+install_import_guard()  # a missing numpy/pandas/jsonschema/pyyaml/matplotlib: one line, exit 3

@@ -9,6 +9,7 @@ Exit codes (DESIGN §5): 0 success/PASS, 1 a check ran and failed, 2 usage or co
 from __future__ import annotations
 
 import errno
+import os
 import sys
 from collections.abc import Callable, Sequence
 
@@ -122,3 +123,37 @@ def os_error(exc: OSError) -> PerftuneError:
     if exc.errno in ENV_ERRNOS:
         return EnvError(where, "-", problem, "check permissions, free space and the file system")
     return ContractError(where, "-", problem, "fix or remove what is at this path")
+
+
+# The third-party packages every script may import (pyproject.toml dependencies, by module name).
+REQUIRED_PACKAGES = ("numpy", "pandas", "jsonschema", "yaml", "matplotlib")
+
+
+def install_import_guard() -> None:
+    """Make a missing or broken required package an environment error, wherever it is imported.
+
+    An ``ImportError`` of one of :data:`REQUIRED_PACKAGES` that reaches the top of a script (at
+    import time, before :func:`run_cli` runs, or from a lazy import inside it) prints one line,
+    ``error: <package>: import: env_error: ... (<fix>)``, and exits 3 — never a traceback with
+    exit 1, which means "a check ran and failed". Other exceptions keep the default hook.
+    """
+    previous = sys.excepthook
+    if getattr(previous, "_perftune_guard", False):
+        return
+
+    def hook(kind, exc, tb):
+        name = (getattr(exc, "name", None) or "").split(".")[0]
+        if isinstance(exc, ImportError) and not name:
+            name = next((p for p in REQUIRED_PACKAGES if p in str(exc)), "")
+        if isinstance(exc, ImportError) and name in REQUIRED_PACKAGES:
+            root = __file__.rsplit("/scripts/", 1)[0] if "/scripts/" in __file__ else "<plugin root>"
+            print(f"error: {name}: import: env_error: {exc} in {sys.executable} (install the plugin's "
+                  f"packages into this interpreter: {sys.executable} -m pip install -e {root}, or run "
+                  "the scripts with the interpreter that has them)", file=sys.stderr)
+            sys.stderr.flush()
+            sys.stdout.flush()
+            os._exit(EXIT_ENV)
+        previous(kind, exc, tb)
+
+    hook._perftune_guard = True  # type: ignore[attr-defined]
+    sys.excepthook = hook

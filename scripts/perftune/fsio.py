@@ -22,6 +22,7 @@ from typing import Any
 
 from .errors import ContractError
 
+MAX_JSON_DEPTH = 64
 MAX_JSON_BYTES = 64 * 1024 * 1024  # a contract file larger than this is refused, never parsed
 
 
@@ -113,12 +114,36 @@ def read_json(path: str | Path, *, what: str = "JSON file") -> Any:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise ContractError(source, "-", f"not UTF-8 (byte {exc.start})", "save it as UTF-8") from None
+    return loads_json(text, source=source, what=what)
+
+
+def _depth_ok(obj: Any, limit: int) -> bool:
+    """Whether ``obj`` nests at most ``limit`` containers deep (iterative: no recursion)."""
+    stack = [(obj, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list)):
+            if depth > limit:
+                return False
+            stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return True
+
+
+def loads_json(text: str, *, source: str | Path = "-", what: str = "JSON") -> Any:
+    """The one guarded JSON parser: strict numbers, bounded nesting, one-line ContractError."""
     try:
-        return json.loads(text, parse_constant=_reject_constant)
+        obj = json.loads(text, parse_constant=_reject_constant)
+    except RecursionError:
+        obj = None
     except ValueError as exc:
         line = getattr(exc, "lineno", "?")
         raise ContractError(source, f"line {line}", f"malformed JSON: {getattr(exc, 'msg', exc)}",
                             "fix the syntax or regenerate the file") from None
+    else:
+        if _depth_ok(obj, MAX_JSON_DEPTH):
+            return obj
+    raise ContractError(source, "-", f"{what} is nested more than {MAX_JSON_DEPTH} levels deep",
+                        "pass the real file; contract files are shallow")
 
 
 def sha256_bytes(data: bytes) -> str:

@@ -61,6 +61,7 @@ def test_init_refuses_to_overwrite_and_missing_sources_are_contract_errors(op, o
     (op / "docs/perf/ledger.json").unlink()
     (op / "sources/templates/INDEX.md").unlink()
     assert_one_line_error(run_script("ledger.py", "init", "--op-dir", op), 2, "template INDEX is missing")
+    (op / "FROZEN_INPUTS.json").unlink()  # the check behind the frozen-input record (#16.7)
     (op / "KB_SELECTION.json").write_text("{not json")
     assert_one_line_error(run_script("ledger.py", "init", "--op-dir", op), 2, "KB_SELECTION.json", "malformed JSON")
     assert not (op / "docs/perf/ledger.json").exists()

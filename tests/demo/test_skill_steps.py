@@ -20,7 +20,7 @@ def test_the_skill_has_one_block_per_step_in_the_step_list_order():
 @pytest.mark.parametrize("key", steps.ORDER)
 def test_each_step_block_runs_its_script_with_known_placeholders_and_json(key):
     command = SKILL.command(key)
-    assert command.startswith(f"python ${{CLAUDE_PLUGIN_ROOT}}/scripts/{steps.BY_KEY[key].script}")
+    assert command.startswith(f"python3 ${{CLAUDE_PLUGIN_ROOT}}/scripts/{steps.BY_KEY[key].script}")
     assert command.endswith("--json")
     words = set(re.findall(r"\b[A-Z][A-Z0-9_]{2,}\b", command)) - {"PERFORMANCE_CASES", "CLAUDE_PLUGIN_ROOT"}
     assert words <= set(skill.NAMES), words - set(skill.NAMES)
@@ -33,7 +33,7 @@ def test_every_placeholder_is_explained_in_the_step_values_table():
 
 
 def test_fill_expands_lists_drops_flags_without_value_and_refuses_an_unknown_name():
-    argv = skill.fill("python ${CLAUDE_PLUGIN_ROOT}/scripts/ledger.py update --op-dir DIR --reason-code REASON_CODE "
+    argv = skill.fill("python3 ${CLAUDE_PLUGIN_ROOT}/scripts/ledger.py update --op-dir DIR --reason-code REASON_CODE "
                       "--formal FORMAL_IDS --quick QUICK_ID --note \"NOTE\" --restore-point DIR/docs/perf/versions/BEST_VERSION",
                       {"DIR": "/op", "REASON_CODE": None, "FORMAL_IDS": ["a", "b"], "QUICK_ID": [], "NOTE": "x y",
                        "BEST_VERSION": "v1"})

@@ -139,6 +139,7 @@ def test_flag_contradicting_manifest_exits_2(op_dir, flag, value):
 
 def test_multi_case_manifest_without_selection_refused(op_dir):
     small(op_dir)
+    (op_dir / "FROZEN_INPUTS.json").unlink()  # the check behind the frozen-input record (#16.7)
     path = op_dir / "PERFORMANCE_CASES.json"
     obj = json.loads(path.read_text())
     for case in obj["cases"]:
@@ -248,6 +249,7 @@ def test_golden_reference_cpu_once_and_refusals(op_dir):
 
 def test_golden_factory_id_mismatch_and_torch_npu_env(op_dir):
     small(op_dir)
+    (op_dir / "FROZEN_INPUTS.json").unlink()  # the check behind the frozen-input record (#16.7)
     golden_file = op_dir / "softmax_golden.py"
     golden_file.write_text(golden_file.read_text() + "\n\ndef short_cases(cases):\n    return golden_cases(cases)[:1]\n")
     args = golden_args(op_dir, "--seed", "42")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -152,3 +153,99 @@ def test_hooks_json_wraps_events_and_points_at_existing_scripts():
                 assert hook["type"] == "command" and hook["timeout"] > 0
                 rel = hook["command"].split("${CLAUDE_PLUGIN_ROOT}/", 1)[1].split('"')[0]
                 assert (ROOT / rel).is_file(), rel
+
+
+# -- hooks that hold (#16.7) ---------------------------------------------------------------------
+
+def bash_event(command: str, cwd: Path, subagent: bool) -> str:
+    event = {"hook_event_name": "PreToolUse", "tool_name": "Bash", "cwd": str(cwd),
+             "tool_input": {"command": command}}
+    if subagent:
+        event["agent_id"] = "agent-1"
+    return json.dumps(event)
+
+
+@pytest.mark.parametrize("command", [
+    "pip install numpy", "python3 -m pip install --user scipy", "uv pip install torch",
+    "conda activate py311", "source /usr/local/Ascend/ascend-toolkit/set_env.sh",
+    ". .venv/bin/activate", "export ASCEND_RT_VISIBLE_DEVICES=3", "export PYTHONPATH=/x",
+    "export LD_LIBRARY_PATH=/opt/lib:$LD_LIBRARY_PATH", "export TILE_FWK_DEVICE_ID=1",
+    "bash -c 'pip install numpy'", "sh -c \"export PYTHONPATH=/x; python3 t.py\"",
+    "env FOO=1 pip install numpy", "ls; conda install -y numpy", "true && source set_env.sh"])
+def test_subagent_environment_changes_are_blocked_with_sa1(tmp_path, command):
+    assert_blocked(run_hook(GUARD, bash_event(command, tmp_path, subagent=True)), "SA-1")
+
+
+@pytest.mark.parametrize("command", [
+    "python3 -m pip list", "export FOO=1", "python3 /p/scripts/check_correctness.py --op-dir x --json 2>&1 | tail -3",
+    "PYTHONPATH=. python3 -c 'print(1)'", "pip show numpy"])
+def test_subagent_ordinary_commands_stay_allowed(tmp_path, command):
+    assert_allowed(run_hook(GUARD, bash_event(command, tmp_path, subagent=True)))
+
+
+def test_the_orchestrator_may_set_up_the_environment(tmp_path):
+    assert_allowed(run_hook(GUARD, bash_event("pip install numpy", tmp_path, subagent=False)))
+
+
+@pytest.mark.parametrize("command", [
+    "python3 /p/scripts/orchestrator_state.py show --op-dir x; echo {} > x/.orchestrator_state.json",
+    "cat > custom/x/.orch*.json", "F=.orchestrator_; echo {} > custom/x/${F}state.json",
+    "bash -c 'echo {} > custom/x/.ORCHESTRATOR_STATE.JSON'", "echo $(cat custom/x/.orchestrator_state.json)",
+    "cp /tmp/m.json custom/x/PERFORMANCE_CASES.json", "sed -i s/42/7/ custom/x/performance_cases.JSON",
+    "rm custom/x/FROZEN_INPUTS.json"])
+def test_shell_evasions_of_the_state_file_and_manifest_are_blocked(tmp_path, command):
+    assert_blocked(run_hook(GUARD, bash_event(command, tmp_path, subagent=False)))
+
+
+@pytest.mark.parametrize("command", ["ls docs/perf/*.json", "cat custom/x/PERFORMANCE_CASES.json",
+                                     "python3 /p/scripts/freeze_cases.py freeze --op-dir x > log.txt"])
+def test_reading_and_the_owning_scripts_stay_allowed(tmp_path, command):
+    assert_allowed(run_hook(GUARD, bash_event(command, tmp_path, subagent=False)))
+
+
+def edit_event(path: Path) -> str:
+    return json.dumps({"hook_event_name": "PreToolUse", "tool_name": "Write", "cwd": str(path.parent),
+                       "tool_input": {"file_path": str(path), "content": "{}"}})
+
+
+def test_a_symlink_to_the_state_file_or_manifest_is_the_file_itself(op_dir):
+    freeze_example(op_dir)
+    (op_dir / ".orchestrator_state.json").write_text("{}")
+    for target in (".orchestrator_state.json", "PERFORMANCE_CASES.json", "SPEC.md"):
+        link = op_dir / f"innocent_{target.lower()}.txt"
+        link.symlink_to(op_dir / target)
+        assert_blocked(run_hook(GUARD, edit_event(link)), target)
+
+
+def test_case_variants_of_protected_names_are_blocked(op_dir):
+    freeze_example(op_dir)
+    for name in (".Orchestrator_State.JSON", "performance_cases.json", "spec.md"):
+        assert_blocked(run_hook(GUARD, edit_event(op_dir / name)))
+
+
+def hook_commands() -> list[str]:
+    config = json.loads((HOOKS / "hooks.json").read_text())
+    return [h["command"] for entries in config["hooks"].values() for e in entries for h in e["hooks"]]
+
+
+@pytest.mark.parametrize("index", [0, 1])
+def test_hooks_fail_closed_without_their_interpreter(tmp_path, op_dir, index):
+    """The command as Claude Code runs it (through sh), with no python3 on PATH: exit 2, a reason."""
+    command = hook_commands()[index]
+    empty_bin = tmp_path / "bin"
+    empty_bin.mkdir()
+    env = {"PATH": str(empty_bin), "CLAUDE_PLUGIN_ROOT": str(ROOT)}
+    proc = subprocess.run(["/bin/sh", "-c", command], input=event_text("post_edit_test.json", op_dir),
+                          capture_output=True, text=True, env=env, timeout=30)
+    assert proc.returncode == 2 and "python3 is not on PATH" in proc.stderr, (proc.returncode, proc.stderr)
+
+
+def test_hook_commands_block_when_the_script_crashes(tmp_path):
+    """Any non-zero exit of the guard becomes 2 (Claude Code only blocks on 2)."""
+    fake = tmp_path / "plugin" / "hooks"
+    fake.mkdir(parents=True)
+    (fake / "guard_frozen_inputs.py").write_text("raise SystemExit(1)\n")
+    env = {**os.environ, "CLAUDE_PLUGIN_ROOT": str(tmp_path / "plugin")}
+    proc = subprocess.run(["/bin/sh", "-c", hook_commands()[0]], input="{}", capture_output=True, text=True,
+                          env=env, timeout=30)
+    assert proc.returncode == 2

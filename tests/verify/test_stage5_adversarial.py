@@ -144,11 +144,13 @@ def test_protocol_changed_between_baseline_and_final(op, field, value):
 
 
 def test_case_removed_from_the_manifest(op):
+    (op / "FROZEN_INPUTS.json").unlink()  # the check behind the frozen-input record (#16.7)
     edit_json(op / "PERFORMANCE_CASES.json", lambda m: (m["cases"].pop(), m["optimization_target"]["case_ids"].pop()))
     assert_fails(op, "stage5_contract_blocked", "P2", "SPEC P0", code=2, target=TARGET[:3])
 
 
 def test_manifest_edited_after_freezing(op):
+    (op / "FROZEN_INPUTS.json").unlink()  # the check behind the frozen-input record (#16.7)
     edit_json(op / "PERFORMANCE_CASES.json", lambda m: m["protocol"].update(repeats=20))
     assert_fails(op, "stage5_contract_blocked", "P2", "edited after collection", code=2)
 
@@ -301,5 +303,6 @@ def test_human_renderings_edited_by_hand(op, name):
 
 
 def test_spec_that_is_not_utf8_blocks_the_contract_without_a_traceback(op):
+    (op / "FROZEN_INPUTS.json").unlink()  # the check behind the frozen-input record (#16.7)
     (op / "SPEC.md").write_bytes(b"\xff\xfe not utf-8 \x80")
     assert_fails(op, "stage5_contract_blocked", "P2", "cannot re-derive the P0 cases", code=2)

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import fsio
-from . import protocol, schemas
+from . import frozen_inputs, protocol, schemas
 from ..errors import ContractError
 
 _DTYPE_ALIASES = {
@@ -402,8 +402,11 @@ def _parse_manifest(obj: Any, source: str, check_schema: bool) -> Manifest:
 
 
 def load_manifest(path: str | Path, *, check_schema: bool = True) -> Manifest:
-    """Read and validate a manifest file (exit-2 error on any problem)."""
-    return parse_manifest(fsio.read_json(path, what="performance case manifest"), path, check_schema=check_schema)
+    """Read and validate a manifest file (exit-2 error on any problem); the frozen inputs beside it
+    must still have the hashes recorded at freeze (:mod:`.frozen_inputs`)."""
+    man = parse_manifest(fsio.read_json(path, what="performance case manifest"), path, check_schema=check_schema)
+    frozen_inputs.verify(Path(path).parent)
+    return man
 
 
 def check_protocol_values(proto: Protocol, source: str) -> None:

@@ -7,12 +7,12 @@ Schemas live in ``<plugin root>/schemas/<name>.schema.json``. :func:`validate` r
 from __future__ import annotations
 
 import functools
-import json
 from pathlib import Path
 from typing import Any
 
 from typing import TYPE_CHECKING
 
+from .. import fsio
 from ..errors import ContractError
 
 if TYPE_CHECKING:  # jsonschema is imported lazily: case runner processes never validate
@@ -36,7 +36,7 @@ def validator(name: str) -> "Draft202012Validator":
     path = schema_path(name)
     if not path.is_file():
         raise ContractError(path, "-", f"no schema named {name!r}", f"use one of {available()}")
-    schema = json.loads(path.read_text(encoding="utf-8"))
+    schema = fsio.read_json(path, what="JSON schema")
     Draft202012Validator.check_schema(schema)
     return Draft202012Validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
 

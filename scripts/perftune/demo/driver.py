@@ -10,7 +10,6 @@ argv, exit code, stdout and stderr go to ``<workdir>/demo_logs/NN_<script>.log``
 
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
 import threading
@@ -136,8 +135,8 @@ class Driver:
         data = None
         if proc.stdout.strip():
             try:
-                data = json.loads(proc.stdout)
-            except ValueError:
+                data = fsio.loads_json(proc.stdout, what="step output")
+            except ContractError:
                 raise ContractError(log, f"step {key}", "--json output is not JSON", "see the step log") from None
         return proc.returncode, data
 

@@ -85,6 +85,6 @@ def fill(command: str, values: dict[str, Any], source: str | Path = SKILL_MD, ke
             argv += [str(v) for v in value] if isinstance(value, (list, tuple)) else [str(value)]
             continue
         argv.append(_PLACEHOLDER.sub(lambda m: str(values[m.group(0)]), token))
-    if argv and argv[0] == "python":
+    if argv and argv[0] in ("python", "python3"):
         argv[0] = sys.executable
     return argv

@@ -9,7 +9,6 @@ of a ``ModuleNotFoundError``, and the traceback frames that lie in the delivered
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -19,6 +18,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import fsio
+from ..errors import ContractError
 from .pysource import Evidence
 
 MARKER = "PYPTO_STAGE4_IMPORT="
@@ -82,8 +83,8 @@ def probe_import(op_dir: str | Path, files: Sequence[str], module: str, *, timeo
         tail = (proc.stderr.strip().splitlines() or [f"exit code {proc.returncode}"])[-1]
         return ImportProbe(False, "NoResult", message=f"the import process ended without a result: {tail[:300]}")
     try:
-        out = json.loads(lines[-1][len(MARKER):])
-    except ValueError:
+        out = fsio.loads_json(lines[-1][len(MARKER):], what="import probe output")
+    except ContractError:
         return ImportProbe(False, "NoResult", message="the import process printed a malformed result line")
     frames = tuple(Evidence(f, line, (text or "").strip()[:160]) for f, line, text in out.get("frames", ()))
     return ImportProbe(out["ok"], out.get("type"), out.get("name"), out.get("message", ""), frames)

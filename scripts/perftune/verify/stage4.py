@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import fsio
-from ..errors import ContractError
+from ..errors import REQUIRED_PACKAGES, ContractError
 from .import_probe import ImportProbe, probe_import
 from .pysource import Evidence, PySource, params
 from .results import BLOCKED, FAIL, NA, PASS, GateResult, Stage4Result, render_text
@@ -41,7 +41,7 @@ FRONTEND_REASON = "PyPI pypto frontend operator (pypto-sim backend): no PyPTO-Pr
 PRO_MODULE = "pypto_pro.language"
 PRO_JIT = PRO_MODULE + ".jit"
 FRONTEND_JIT = "pypto.frontend.jit"
-ENV_MODULES = ("pypto_pro", "pypto", "torch_npu", "torch")
+ENV_MODULES = ("pypto_pro", "pypto", "torch_npu", "torch") + REQUIRED_PACKAGES  # missing: env_error
 FORBIDDEN_PRECISION = ("assert_close", "atol_override")
 MIN_TESTS = 4
 DEFAULT_IMPORT_TIMEOUT_S = 120.0
