@@ -5,10 +5,8 @@
 (parsed with ast, nothing is imported), checks one-to-one coverage and the optimisation target,
 and writes the schema_version 2 manifest with the frozen protocol (seed 42). cpu Op Name: the
 kernel function: the top-level function of test_<op>.py that the wrapper launches exactly once per
-test call (checked with ast at freeze). An existing manifest is never overwritten: its sha256 is
-the identity of the contract. `--replace REASON` re-freezes while no round (formal or quick) exists;
-the replaced manifest (and a golden report bound to it) moves to docs/perf/manifest_history/NNN/,
-listed in docs/perf/manifest_history.json. After the first round a re-freeze is refused.
+test call (checked with ast). A manifest is never overwritten; `--replace REASON` re-freezes while no
+round exists, keeping the old one in docs/perf/manifest_history/ (refused after the first round).
 
 usage:
   freeze_cases.py freeze --op-dir DIR --target-case-ids ID [ID ...] --selection-mode MODE
