@@ -52,7 +52,7 @@ LINE = st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_ch
 def test_readers_never_raise_and_bodies_stay_inside_the_text(lines):
     text = "\n".join(lines)
     for section in markdown.sections(text):
-        assert section.body in text and 1 <= section.line <= len(lines)
+        assert section.body in text and 1 <= section.line <= text.count("\n") + 1
         markdown.first_table(section.body)
     for check in (documents.check_explore, documents.check_memory, lambda t: documents.check_design(t, ("a",)),
                   lambda t: documents.check_material(t, ("c",)), documents.check_spec):

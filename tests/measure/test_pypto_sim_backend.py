@@ -106,6 +106,7 @@ def test_cli_end_to_end_follows_the_installed_extra(tmp_path):
         obj = json.loads(path.read_text())
         obj["protocol"]["backend"] = "pypto-sim"
         path.write_text(json.dumps(obj))
+        (op / "FROZEN_INPUTS.json").unlink()  # the hand-edited manifest stands for one frozen on pypto-sim
         proc = run_script("collect_perf.py", "formal", "--op-dir", op, env=env)
         assert_one_line_error(proc, 3, "pypto is not installed", "pip install -e '.[pypto-sim]'")
         assert not (op / "docs").exists()

@@ -286,9 +286,6 @@ def confirm(op_dir: str | Path, final_round: str) -> dict[str, Any]:
         raise ContractError(final_round, "--final-round", f"measured other code than the chosen {chosen}",
                             "restore the chosen version and collect the final round again")
     ranked = evidence.load_round(root, ranking["formal_collection_id"])
-    if _kind(ranked) != _kind(final):
-        raise ContractError(final_round, "--final-round", f"is a {_kind(final)} round, the ranking round of "
-                            f"{chosen} is {_kind(ranked)}", "collect the final round with the same round kind")
     base = evidence.load_round(root, next(iter(cands.values()))["formal_collection_id"])
     as_samples = lambda rnd: {cid: c.samples_us for cid, c in rnd.cases.items()}  # noqa: E731
     man, _ = calibration.apply(root, man)
@@ -296,6 +293,9 @@ def confirm(op_dir: str | Path, final_round: str) -> dict[str, Any]:
         out = selection.confirm(as_samples(ranked), as_samples(final), as_samples(base), man)
     except ValueError as exc:
         raise ContractError(final_round, "--final-round", str(exc), "re-collect a complete formal round") from None
+    if _kind(ranked) != _kind(final):  # two protocols are never mixed into a decision: disclosed only
+        out = {**out, "status": "unresolved", "note": f"the final round is {_kind(final)}, the ranking round of "
+               f"{chosen} is {_kind(ranked)}: the ratio is shown, not decided"}
     attempt = {"chosen": chosen, "executable_sha256": ranking["executable_sha256"], "round_kind": _kind(final),
                "ranking_collection_id": ranking["formal_collection_id"], "final_collection_id": final.collection_id,
                **out}
@@ -333,7 +333,8 @@ def confirm_problems(op_dir: str | Path, chosen_sha: str, limit: int) -> list[st
         return ["confirm never ran on the chosen version's code"]
     out = [] if len(attempts) <= limit + 1 else [f"{len(attempts)} confirm attempts exceed the frozen limit {limit + 1}"]
     last = attempts[-1]
-    if last.get("status") not in ("consistent", "unresolved"):
+    overstated = last.get("status") == "inconsistent" and (last.get("ratio") or 0) < 1
+    if overstated:  # the final round proves a lower score than the version was chosen on
         out.append(f"the last confirm of {last.get('chosen')} is {last.get('status')} (ratio {last.get('ratio')}, "
                    f"CI {last.get('ratio_ci')}, band {last.get('band')}): the final round proves a different score")
     return out

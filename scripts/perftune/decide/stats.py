@@ -27,6 +27,7 @@ fixed draw order that keeps results bit-identical are not expressible through it
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 
@@ -123,12 +124,14 @@ def _interval(log_draws: np.ndarray, level: float) -> tuple[float, float]:
     return float(np.exp(low)), float(np.exp(high))
 
 
-def _grouped(values: np.ndarray, groups: Sequence[int] | None) -> np.ndarray:
-    """Samples as a (processes, repeats) matrix, each row sorted (canonical order); one row if no groups."""
+def _grouped(values: np.ndarray, groups: Sequence[int] | None, ordered: bool = False) -> np.ndarray:
+    """Samples as a (processes, repeats) matrix, each row sorted (canonical order) unless already
+    ``ordered`` (paired samples come in their arm-symmetric order); one row if no groups."""
+    canon = (lambda v: v) if ordered else np.sort
     if groups is None or len(set(groups)) < 2:
-        return np.sort(values)[None, :]
+        return canon(values)[None, :]
     labels = np.asarray(groups)
-    rows = [np.sort(values[labels == g]) for g in sorted(set(labels.tolist()))]
+    rows = [canon(values[labels == g]) for g in sorted(set(labels.tolist()))]
     if len({r.size for r in rows}) != 1:
         raise ValueError("process groups must hold the same number of repeats")
     return np.stack(rows)
@@ -154,7 +157,8 @@ def log_speedup_draws(baseline: np.ndarray, candidate: np.ndarray, aggregation: 
         lo, hi = np.minimum(baseline, candidate), np.maximum(baseline, candidate)
         labels = np.zeros(baseline.size, dtype=int) if groups_b is None else np.asarray(groups_b)
         order = np.lexsort((baseline, hi, lo, labels))
-        pairs = _grouped((baseline + 1j * candidate)[order], None if groups_b is None else labels[order].tolist())
+        pairs = _grouped((baseline + 1j * candidate)[order], None if groups_b is None else labels[order].tolist(),
+                         ordered=True)
         drawn = _draw(pairs, resamples, rng)
         b_draw, c_draw = drawn.real, drawn.imag
     else:
@@ -270,6 +274,7 @@ def compare_samples(baseline: Sequence[float] | np.ndarray, candidate: Sequence[
         point = None
         if b.ndim == c.ndim == 1 and not sample_problem(b, 1) and not sample_problem(c, 1):
             point = aggregate(b, aggregation) / aggregate(c, aggregation)
+            point = point if math.isfinite(point) and point > 0 else None  # an underflow is missing, never 0
         return SpeedupResult(point, None, None, "insufficient", problem, delta, None, None, int(b.size),
                              int(c.size), decision.method, None, paired)
     level = family_level(decision.confidence, family_size if decision.multiplicity == "bonferroni" else 1)

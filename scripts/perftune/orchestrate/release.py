@@ -43,7 +43,7 @@ def shipped_files(root: Path) -> list[tuple[str, Path]]:
     base = root / SHIPPED
     out = []
     for folder, dirs, names in os.walk(base, followlinks=True):
-        dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS)
+        dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and not d.endswith(".egg-info"))  # pip -e output
         for name in names:
             if not name.endswith(".pyc"):
                 path = Path(folder) / name
