@@ -7,8 +7,9 @@ results, rounds of other code, duplicate ids and the same code recorded twice (a
 of a version names it with --supersedes; choose then ranks only the newest entry). `choose`
 recomputes every score and CI against the frozen baseline from the raw rounds on disk, builds the
 tie set around the raw top score and picks the smallest evaluation_order; writes
-docs/perf/selection.json (byte-identical on re-run).
-`confirm` checks an independent final round of the chosen version against its ranking data.
+docs/perf/selection.json (byte-identical on re-run) with the chosen version's confirm_partner.
+`confirm` checks a new round that repeats the chosen version's ranking comparison (paired with
+confirm_partner) against its ranking round, and whether that round refutes the choice.
 
 usage:
   select_best.py record --op-dir DIR --version-id ID --round ROUND --correctness RUN_ID
@@ -20,10 +21,10 @@ example:
   python3 scripts/select_best.py record --op-dir custom/softmax --version-id v1-fp32 --round round_002 \
       --items general-18 --correctness c002-1a2b3c4d --compliance "stage4_gates.py: PASS"
 
-exit codes: 0 ok / chosen / confirmed; 1 no eligible candidate, or the final round is not shown
-equivalent to the ranking (inconsistent or unresolved: re-measure within the frozen limit, never
-cherry-pick; each attempt is stored in docs/perf/confirm.json); 2 usage/contract error (also: the
-limit of confirm attempts is reached).
+exit codes: 0 ok / chosen / confirmed; 1 no eligible candidate, or the confirm round is not shown
+equivalent to the ranking (inconsistent or unresolved: disclosed; re-measure only within the frozen
+limit, never cherry-pick; each attempt is stored in docs/perf/confirm.json); 2 usage/contract error
+(also: the round does not repeat the ranking comparison, or the limit of confirm attempts is reached).
 """
 
 from __future__ import annotations
@@ -49,8 +50,9 @@ def build_parser():
     rec.add_argument("--supersedes", metavar="VERSION_ID", help="this is a re-measurement (a newer formal "
                      "round) of that version's code; choose ranks only the newest")
     sub.add_parser("choose", help="recompute the ranking and write selection.json")
-    conf = sub.add_parser("confirm", help="compare an independent final round with the ranking data")
-    conf.add_argument("--final-round", required=True, help="final formal round of the chosen version")
+    conf = sub.add_parser("confirm", help="compare a repeat of the ranking comparison with the ranking data")
+    conf.add_argument("--final-round", required=True, help="the chosen version's confirm round (a formal round "
+                      "paired with confirm_partner)")
     for command in sub.choices.values():
         command.add_argument("--op-dir", required=True, help="operator directory (custom/<op>)")
         add_json_flag(command)
@@ -74,7 +76,8 @@ def main(argv=None) -> int:
         out = candidates.confirm(args.op_dir, args.final_round)
         text = (f"{out['chosen']}: final/ranking score ratio {out['ratio']:.4f} (CI {out['ratio_ci']}), band "
                 f"[{out['band'][0]:.4f}, {out['band'][1]:.4f}]: {out['status']} (attempt {out['attempt']} of "
-                f"{out['limit']}){'' if out['consistent'] else ' - ' + out['action']}")
+                f"{out['limit']}){'' if out['consistent'] else ' - ' + out['action']}"
+                f"{'; REFUTED: the round proves the chosen version slower than its reference' if out['refuted'] else ''}")
         code = 0 if out["consistent"] else 1
     print(fsio.dumps(out), end="") if args.json else print(text)
     return code

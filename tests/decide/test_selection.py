@@ -144,3 +144,30 @@ def test_confirm_flags_a_final_round_outside_the_stability_band():
     wide = selection.confirm(const(80), noisy, const(100), man)
     assert wide["status"] == "unresolved" and wide["ratio_ci"][0] < 1 / 1.01 < wide["ratio_ci"][1]
     assert "never cherry-pick" in off["action"]
+
+
+def paired(partner, chosen):
+    return {c: (list(partner[c]), list(chosen[c])) for c in "abc"}
+
+
+def test_confirm_paired_compares_speedups_inside_each_round_so_drift_cancels():
+    man = make_manifest()
+    ranking = paired(const(100), const(80))
+    # the machine is 30 % slower during the confirm round: both arms drift, the speed-up does not
+    drifted = selection.confirm_paired(ranking, paired(const(130), const(104)), man)
+    assert drifted["status"] == "consistent" and drifted["ratio"] == pytest.approx(1.0, abs=1e-12)
+    assert drifted["ranking_score"] == pytest.approx(1.25) and drifted["final_score"] == pytest.approx(1.25)
+    # the chosen arm alone is 15 % slower in the same machine state: a proven difference
+    worse = selection.confirm_paired(ranking, paired(const(100), const(92)), man)
+    assert worse["status"] == "inconsistent" and worse["ratio"] == pytest.approx(80 / 92, abs=1e-12)
+    assert not worse["refuted"]  # still faster than the partner: the magnitude differs, the choice holds
+    reversed_ = selection.confirm_paired(ranking, paired(const(100), const(110)), man)
+    assert reversed_["refuted"] and reversed_["final_score_ci"][1] < 1
+    assert not selection.confirm_paired(None, paired(const(100), const(130)), man)["refuted"]  # A/A decides nothing
+    # the chosen version is the partner itself (the baseline): A/A, ranking score 1 by definition
+    aa = selection.confirm_paired(None, paired(const(100), const(100.2)), man)
+    assert aa["ranking_score"] == 1.0 and aa["status"] == "consistent"
+    rng = np.random.default_rng(3)
+    noisy = {c: list(80 * rng.lognormal(0, 0.05, 5)) for c in "abc"}
+    wide = selection.confirm_paired(ranking, paired(const(100), noisy), man)
+    assert wide["status"] == "unresolved" and wide["ratio_ci"][0] < 1 / 1.01 < wide["ratio_ci"][1]

@@ -151,7 +151,8 @@ def test_record_refuses_a_round_or_correctness_run_of_other_code(work):
 
 def test_confirm_compares_an_independent_final_round(work):
     op, _ = work
-    ok("select_best.py", "choose", "--op-dir", op)
+    chosen = json.loads(ok("select_best.py", "choose", "--op-dir", op, "--json").stdout)
+    assert chosen["chosen"] == "v1" and chosen["confirm_partner"] is None  # ranked on an independent round
     proc = run_script("select_best.py", "confirm", "--op-dir", op, "--final-round", "round_003", "--json")
     assert proc.returncode in (0, 1), proc.stderr
     out = json.loads(proc.stdout)
@@ -169,12 +170,23 @@ def test_confirm_compares_an_independent_final_round(work):
     assert again == out and len(json.loads((op / "docs/perf/confirm.json").read_text())["attempts"]) == 1
     from perftune.decide import candidates
     problems = candidates.confirm_problems(op, out["executable_sha256"], 1)
-    assert problems == ([] if out["status"] != "inconsistent" else [problems[0]])
+    assert problems == ([] if not out["refuted"] else [problems[0]])
+    assert out["refuted"] == (out["final_score_ci"][1] < 1)  # v1 vs the baseline round: never proven slower here
     assert candidates.confirm_problems(op, "0" * 64, 1) == ["confirm never ran on the chosen version's code"]
     assert_one_line_error(run_script("select_best.py", "confirm", "--op-dir", op, "--final-round", "round_002"),
                           2, "ranking round itself")
     assert_one_line_error(run_script("select_best.py", "confirm", "--op-dir", op, "--final-round", "round_001"),
                           2, "measured other code")
+
+
+def test_confirm_refuses_a_round_that_does_not_repeat_the_ranking_comparison(work):
+    op, _ = work  # v1 was ranked on an independent round; a round paired with v0 is another protocol
+    ok("select_best.py", "choose", "--op-dir", op)
+    ok("collect_perf.py", "formal", "--op-dir", op, "--paired-with", op / "docs/perf/versions/v0")
+    before = tree_digest(op)
+    assert_one_line_error(run_script("select_best.py", "confirm", "--op-dir", op, "--final-round", "round_004"),
+                          2, "does not repeat the ranking comparison of v1", "confirm_partner")
+    assert tree_digest(op) == before
 
 
 def test_the_same_code_is_recorded_once_and_a_re_measurement_supersedes_it(work):

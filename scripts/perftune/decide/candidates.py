@@ -10,14 +10,15 @@ kb_selected ledger item not terminal at recording time: such a version never ran
 ``choose`` re-checks every piece of evidence on disk, recomputes the samples of every round
 (:func:`perftune.measure.evidence.load_round`) and lets :func:`perftune.decide.selection.select` decide; nothing
 agent-written is trusted. ``selection.json`` carries no timestamp, so the same evidence gives a
-byte-identical file. ``confirm`` compares an independent final round of the chosen version (same
-round kind as its ranking round: paired with paired, independent with independent) and appends
-the result to ``docs/perf/confirm.json``; a version's code gets at most
+byte-identical file; it names the chosen version's ``confirm_partner``. ``confirm`` compares a new
+round of the chosen version that repeats its ranking comparison (paired with the same partner code;
+independent with independent) and appends the result to ``docs/perf/confirm.json``; a version's code gets at most
 ``1 + protocol.max_remeasurements`` confirm attempts and at most ``max_remeasurements``
 ``--supersedes`` re-measurements (frozen before any result). :func:`confirm_problems` is what
-stage5_check verifies: confirm ran on the chosen code within the limit and its last attempt is not
-``inconsistent`` (a proven difference fails; ``unresolved`` — equivalence not shown on a noisy
-machine — is disclosed in confirm.json and the report, never a reason to re-measure until it fits).
+stage5_check verifies: confirm ran on the chosen code within the limit, its last attempt recomputes
+from its rounds, and that round does not refute the choice (prove the chosen version slower than the
+reference it was chosen over); ``inconsistent`` or ``unresolved`` magnitudes are disclosed in
+confirm.json and the report, never a reason to re-measure until a round fits.
 
 Decisions: a version is recorded right after its formal round, while the working tree still holds
 its code (the current hash must equal the round's); rounds must be recorded in round order; a
@@ -252,27 +253,55 @@ def rank(op_dir: str | Path) -> dict[str, Any]:
     return result
 
 
+def confirm_partner(register: dict, cand: dict, rnd: Any) -> str | None:
+    """The version a confirm round of ``cand`` is paired with: the partner of its paired ranking round
+    (by code); the baseline itself for the baseline (A/A); None (an independent round) for another
+    version ranked on an independent round."""
+    first = register["candidates"][0]
+    if not rnd.paired:
+        return first["version_id"] if cand["executable_sha256"] == first["executable_sha256"] else None
+    sha = rnd.collection["paired"]["baseline_executable_sha256"]
+    return next((c["version_id"] for c in register["candidates"] if c["executable_sha256"] == sha),
+                Path(rnd.collection["paired"]["baseline_version"]).name)
+
+
 def choose(op_dir: str | Path) -> dict[str, Any]:
     """Recompute the ranking from disk and write selection.json; returns its content."""
-    result = rank(op_dir)
-    fsio.write_json(paths(Path(op_dir))[1], result)
+    root = Path(op_dir)
+    result = rank(root)
+    register = load_candidates(root)
+    chosen = next((c for c in register["candidates"] if c["version_id"] == result["chosen"]), None)
+    result["confirm_partner"] = None if chosen is None else confirm_partner(
+        register, chosen, evidence.load_round(root, chosen["formal_collection_id"]))
+    schemas.validate(result, "selection", paths(root)[1])
+    fsio.write_json(paths(root)[1], result)
     return result
 
 
 def _kind(rnd: Any) -> str:
-    return "paired" if "paired" in rnd.collection else "independent"
+    return "paired" if rnd.paired else "independent"
 
 
 def confirm_path(op_dir: str | Path) -> Path:
     return Path(op_dir) / protocol.PERF_DIR / CONFIRM_NAME
 
 
-def confirm(op_dir: str | Path, final_round: str) -> dict[str, Any]:
-    """Compare an independent final formal round of the chosen version with its ranking round; store it."""
+def _arms(rnd: Any) -> dict[str, tuple]:
+    return {cid: (c.baseline_samples_us, c.samples_us) for cid, c in rnd.cases.items()}
+
+
+def evaluate_confirm(op_dir: str | Path, final_round: str) -> dict[str, Any]:
+    """The confirm attempt of ``final_round`` for the chosen version (pure read; nothing stored).
+
+    The round must repeat the chosen version's ranking comparison: a paired ranking round needs a
+    round paired with the same partner code; an independent one an independent round, or, for the
+    baseline version itself, a round paired with the baseline (A/A: ranking score 1 by definition).
+    """
     root = Path(op_dir)
     man = manifest.load_manifest(root / protocol.MANIFEST_NAME)
     chosen = fsio.read_json(paths(root)[1], what="selection").get("chosen")
-    cands = {c["version_id"]: c for c in load_candidates(root)["candidates"]}
+    register = load_candidates(root)
+    cands = {c["version_id"]: c for c in register["candidates"]}
     if chosen not in cands:
         raise ContractError(paths(root)[1], "chosen", "no chosen version", "run 'select_best.py choose' first")
     if _is_quick(root, final_round):
@@ -286,20 +315,37 @@ def confirm(op_dir: str | Path, final_round: str) -> dict[str, Any]:
         raise ContractError(final_round, "--final-round", f"measured other code than the chosen {chosen}",
                             "restore the chosen version and collect the final round again")
     ranked = evidence.load_round(root, ranking["formal_collection_id"])
-    base = evidence.load_round(root, next(iter(cands.values()))["formal_collection_id"])
-    as_samples = lambda rnd: {cid: c.samples_us for cid, c in rnd.cases.items()}  # noqa: E731
+    base = register["candidates"][0]
+    partner = confirm_partner(register, ranking, ranked)
+    partner_sha = cands[partner]["executable_sha256"] if partner in cands else None
     man, _ = calibration.apply(root, man)
     try:
-        out = selection.confirm(as_samples(ranked), as_samples(final), as_samples(base), man)
+        if final.paired and partner_sha and final.collection["paired"]["baseline_executable_sha256"] == (
+                ranked.collection["paired"]["baseline_executable_sha256"] if ranked.paired else partner_sha):
+            out = selection.confirm_paired(_arms(ranked) if ranked.paired else None, _arms(final), man)
+        elif not final.paired and not ranked.paired and partner is None:
+            as_samples = lambda rnd: {cid: c.samples_us for cid, c in rnd.cases.items()}  # noqa: E731
+            out = selection.confirm(as_samples(ranked), as_samples(final),
+                                    as_samples(evidence.load_round(root, base["formal_collection_id"])), man)
+        else:
+            raise ContractError(final_round, "--final-round", f"does not repeat the ranking comparison of {chosen} "
+                                f"(ranking round {ranking['round']}: {_kind(ranked)}, partner {partner})",
+                                "collect_perf.py formal " + (f"--paired-with DIR/docs/perf/versions/{partner}"
+                                if partner else "without --paired-with") + " (the choose output's confirm_partner) "
+                                "and confirm on that round")
     except ValueError as exc:
         raise ContractError(final_round, "--final-round", str(exc), "re-collect a complete formal round") from None
-    if _kind(ranked) != _kind(final):  # two protocols are never mixed into a decision: disclosed only
-        out = {**out, "status": "unresolved", "note": f"the final round is {_kind(final)}, the ranking round of "
-               f"{chosen} is {_kind(ranked)}: the ratio is shown, not decided"}
-    attempt = {"chosen": chosen, "executable_sha256": ranking["executable_sha256"], "round_kind": _kind(final),
-               "ranking_collection_id": ranking["formal_collection_id"], "final_collection_id": final.collection_id,
-               **out}
-    return _store_attempt(root, attempt, man.protocol.max_remeasurements)
+    return {"chosen": chosen, "executable_sha256": ranking["executable_sha256"], "round_kind": _kind(final),
+            "partner": partner, "ranking_collection_id": ranking["formal_collection_id"],
+            "final_collection_id": final.collection_id, **out}
+
+
+def confirm(op_dir: str | Path, final_round: str) -> dict[str, Any]:
+    """Evaluate the confirm round of the chosen version and append the attempt to confirm.json."""
+    root = Path(op_dir)
+    attempt = evaluate_confirm(root, final_round)
+    limit = manifest.load_manifest(root / protocol.MANIFEST_NAME).protocol.max_remeasurements
+    return _store_attempt(root, attempt, limit)
 
 
 def _store_attempt(root: Path, attempt: dict[str, Any], limit: int) -> dict[str, Any]:
@@ -322,19 +368,32 @@ def _store_attempt(root: Path, attempt: dict[str, Any], limit: int) -> dict[str,
     return attempt
 
 
+def _close(a: float, b: Any) -> bool:
+    return isinstance(b, (int, float)) and abs(a - b) <= 1e-9 * max(1.0, abs(a))
+
+
 def confirm_problems(op_dir: str | Path, chosen_sha: str, limit: int) -> list[str]:
-    """What stage5_check verifies about confirm: it ran on the chosen code, within the limit, consistent."""
+    """What stage5_check verifies about confirm: it ran on the chosen code, within the limit, recomputes, and
+    its round does not refute the choice."""
     path = confirm_path(op_dir)
     if not path.exists():
-        return [f"{CONFIRM_NAME} is missing: run 'select_best.py confirm' on the final round of the chosen version"]
+        return [f"{CONFIRM_NAME} is missing: run 'select_best.py confirm' on the confirm round of the chosen version"]
     attempts = [a for a in fsio.read_json(path, what="confirm log").get("attempts", [])
                 if a.get("executable_sha256") == chosen_sha]
     if not attempts:
         return ["confirm never ran on the chosen version's code"]
     out = [] if len(attempts) <= limit + 1 else [f"{len(attempts)} confirm attempts exceed the frozen limit {limit + 1}"]
     last = attempts[-1]
-    overstated = last.get("status") == "inconsistent" and (last.get("ratio") or 0) < 1
-    if overstated:  # the final round proves a lower score than the version was chosen on
-        out.append(f"the last confirm of {last.get('chosen')} is {last.get('status')} (ratio {last.get('ratio')}, "
-                   f"CI {last.get('ratio_ci')}, band {last.get('band')}): the final round proves a different score")
+    try:
+        again = evaluate_confirm(op_dir, last.get("final_collection_id") or "")
+    except ContractError as exc:
+        return out + [f"the last confirm attempt cannot be recomputed from its rounds: {exc}"]
+    if (again["status"], again["refuted"]) != (last.get("status"), last.get("refuted")) or not _close(
+            again["ratio"], last.get("ratio")):
+        out.append(f"confirm.json's last attempt (status {last.get('status')}, refuted {last.get('refuted')}, ratio "
+                   f"{last.get('ratio')}) differs from its recomputation from the rounds (status {again['status']}, "
+                   f"refuted {again['refuted']}, ratio {again['ratio']:.6g})")
+    if again["refuted"]:  # the confirm round reverses the comparison the version was chosen on
+        out.append(f"the last confirm round proves {again['chosen']} slower than {again['partner'] or 'the baseline'} "
+                   f"(score {again['final_score']:.4g}, CI {again['final_score_ci']}): the choice does not hold")
     return out

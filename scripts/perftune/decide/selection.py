@@ -21,9 +21,13 @@ this module only decides. Rules, frozen in the manifest before any result (docs/
   (``[rng_seed, 3, evaluation_order, case index]``), so adding a candidate never changes another's
   numbers. Method ``relative_band``: the point ratio is ≥ 1/(1+δ).
 - chosen = the smallest evaluation_order in the tie set.
-- confirm (equivalence): an independent final round of the chosen version is ``consistent`` with
-  its ranking round when the CI of final/ranking score lies inside the band, ``inconsistent`` when
-  it lies entirely outside, else ``unresolved`` (re-measure, within the frozen limit).
+- confirm (equivalence): a new round of the chosen version that repeats its ranking comparison (a
+  paired ranking round: paired with the same partner code, and scores are partner/chosen inside each
+  round, so drift and the partner's effect on the machine cancel; an independent one: independent,
+  scored against the baseline round) is ``consistent`` when the CI of final/ranking score lies
+  inside the band, ``inconsistent`` when it lies entirely outside, else ``unresolved`` (disclosed;
+  re-measure only within the frozen limit); ``refuted`` when the round proves the chosen version
+  slower than the reference it was chosen over (the verifier fails only this).
 """
 
 from __future__ import annotations
@@ -172,22 +176,42 @@ def select(entries: Sequence[Entry], rounds: Mapping[str, Mapping[str, Sequence[
     return result
 
 
+def _refuted(final: float, draws: np.ndarray | None, manifest: Manifest) -> tuple[bool, list[float] | None]:
+    """(the confirm round proves the chosen version slower than its reference, that score's CI): the
+    formal compare's ``slower`` rule (CI entirely below 1; relative_band: the point below 1/(1+δ))."""
+    if draws is None:
+        return final < stats.band(delta_of(manifest))[0], None
+    alpha = (1 - manifest.protocol.decision.confidence) / 2
+    ci = [float(x) for x in np.quantile(draws, [alpha, 1 - alpha])]
+    return ci[1] < 1.0, ci
+
+
+def _equivalence(ratio: float, ci: Sequence[float] | None, delta: float) -> dict:
+    lower, upper = stats.band(delta)
+    low, high = (ratio, ratio) if ci is None else ci
+    status = ("consistent" if lower <= low and high <= upper
+              else "inconsistent" if high < lower or low > upper else "unresolved")
+    return {"ratio": ratio, "ratio_ci": None if ci is None else [float(x) for x in ci], "delta": delta,
+            "band": [lower, upper], "status": status, "consistent": status == "consistent",
+            "action": "none" if status == "consistent" else
+            "re-measure the chosen version with the same protocol (formal round, then select_best.py record "
+            "--supersedes <version>, choose, confirm) within protocol.max_remeasurements; never cherry-pick"}
+
+
 def confirm(ranking_samples: Mapping[str, Sequence[float]], final_samples: Mapping[str, Sequence[float]],
             baseline: Mapping[str, Sequence[float]], manifest: Manifest) -> dict:
-    """Equivalence of the chosen version's independent final round with its ranking round (pure).
+    """Equivalence of an independent final round with an independent ranking round (pure).
 
-    ``status``: ``consistent`` when the bootstrap CI of final/ranking score lies inside
-    [1/(1+δ), 1+δ] (relative_band: the point ratio), ``inconsistent`` when it lies entirely outside,
-    else ``unresolved``. The fix is to re-measure with the same protocol within the frozen limit,
-    never to cherry-pick.
+    Both are scored against the shared baseline round. ``status``: ``consistent`` when the bootstrap
+    CI of final/ranking score lies inside [1/(1+δ), 1+δ] (relative_band: the point ratio),
+    ``inconsistent`` when it lies entirely outside, else ``unresolved``. ``refuted``: the final round
+    proves the chosen version slower than the baseline (the decision it was chosen on does not hold).
     """
     rounds = {"ranking": ranking_samples, "final": final_samples, "baseline": baseline}
     rows = _scores([Entry("baseline", 0), Entry("ranking", 1), Entry("final", 2)], rounds, baseline, manifest,
                    gate=False)
     if rows["ranking"]["score"] is None or rows["final"]["score"] is None:
         raise ValueError("ranking or final score is not computable")
-    delta = delta_of(manifest)
-    lower, upper = stats.band(delta)
     ratio = rows["final"]["score"] / rows["ranking"]["score"]
     ci = None
     if manifest.protocol.decision.method == "bootstrap":
@@ -196,14 +220,46 @@ def confirm(ranking_samples: Mapping[str, Sequence[float]], final_samples: Mappi
         logs = _log_draws({c: np.asarray(baseline[c], float) for c in manifest.target_case_ids}, arrays, manifest)
         metric = manifest.protocol.aggregate_metric
         alpha = (1 - manifest.protocol.decision.confidence) / 2
-        draws = _score_draws(logs[2], metric) / _score_draws(logs[1], metric)
-        ci = [float(x) for x in np.quantile(draws, [alpha, 1 - alpha])]
-    low, high = (ratio, ratio) if ci is None else ci
-    status = ("consistent" if lower <= low and high <= upper
-              else "inconsistent" if high < lower or low > upper else "unresolved")
-    return {"ranking_score": rows["ranking"]["score"], "final_score": rows["final"]["score"], "ratio": ratio,
-            "ratio_ci": ci, "delta": delta, "band": [lower, upper], "status": status,
-            "consistent": status == "consistent",
-            "action": "none" if status == "consistent" else
-            "re-measure the chosen version with the same protocol (formal round, then select_best.py record "
-            "--supersedes <version>, choose, confirm) within protocol.max_remeasurements; never cherry-pick"}
+        final_draws = _score_draws(logs[2], metric)
+        ci = np.quantile(final_draws / _score_draws(logs[1], metric), [alpha, 1 - alpha])
+    refuted, final_ci = _refuted(rows["final"]["score"], None if ci is None else final_draws, manifest)
+    return {"ranking_score": rows["ranking"]["score"], "final_score": rows["final"]["score"],
+            "final_score_ci": final_ci, "refuted": refuted, **_equivalence(ratio, ci, delta_of(manifest))}
+
+
+def _paired_score(arms: Mapping[str, tuple], manifest: Manifest, stream: int) -> tuple[float, np.ndarray | None]:
+    """(score, bootstrap draws or None) of one paired round: partner arm over chosen arm per target case."""
+    proto = manifest.protocol
+    suite = stats.suite_score(arms, manifest.target_case_ids, proto.decision, paired=True,
+                              aggregation=proto.aggregation, metric=proto.aggregate_metric)
+    if suite.score is None:
+        raise ValueError(f"paired score is not computable ({suite.reason_code})")
+    if proto.decision.method != "bootstrap":
+        return suite.score, None
+    rng = np.random.default_rng([proto.decision.rng_seed, 4, stream])
+    logs = stats.suite_log_draws([arms[c] for c in manifest.target_case_ids], proto.aggregation,
+                                 proto.decision.resamples, rng, paired=True)
+    return suite.score, _score_draws(logs, proto.aggregate_metric)
+
+
+def confirm_paired(ranking_arms: Mapping[str, tuple] | None, final_arms: Mapping[str, tuple],
+                   manifest: Manifest) -> dict:
+    """Equivalence of a replicated paired comparison with the one the chosen version was ranked on (pure).
+
+    Each arm map is ``{case: (partner samples, chosen samples)}`` of one paired round with the same
+    partner code, so drift and the partner's effect on the machine cancel inside each round; the
+    ratio compared is final score / ranking score. ``ranking_arms`` None: the chosen version is the
+    partner itself (the baseline), its ranking score is 1 by definition and the final round is A/A.
+    ``refuted``: the round proves the chosen version slower than its partner, i.e. the comparison that
+    made it the best is reversed (a magnitude that differs, ``inconsistent``, is disclosed: a paired
+    ratio moves with the machine's load, since two codes contend for it differently).
+    """
+    final, f_draws = _paired_score(final_arms, manifest, 2)
+    ranking, r_draws = (1.0, None) if ranking_arms is None else _paired_score(ranking_arms, manifest, 1)
+    ci = None
+    if f_draws is not None:
+        alpha = (1 - manifest.protocol.decision.confidence) / 2
+        ci = np.quantile(f_draws / (1.0 if r_draws is None else r_draws), [alpha, 1 - alpha])
+    refuted, final_ci = _refuted(final, f_draws, manifest)
+    return {"ranking_score": ranking, "final_score": final, "final_score_ci": final_ci,
+            "refuted": refuted and ranking_arms is not None, **_equivalence(final / ranking, ci, delta_of(manifest))}

@@ -134,7 +134,8 @@ def explore(d: Driver, op: opfolder.Operator) -> dict[str, str]:
 
 
 def finish(d: Driver, op: opfolder.Operator) -> tuple[int, dict[str, Any]]:
-    """SKILL steps 21-30: sweep, check, choose, chosen code in place, final round, evidence, report, verify."""
+    """SKILL steps 21-31: sweep, check, choose, chosen code in place, final and confirm rounds, evidence, report,
+    verify."""
     findings = [x for f in op.plan.sweep_findings for x in ("--finding", f["finding"], f["maps_to"], f["note"])]
     d.run("sweep", SCOPE=op.plan.sweep_scope, FINDINGS=findings,
           EXAMINED=["docs/perf/ledger.json", "docs/perf/candidates.json", *d.examined])
@@ -149,10 +150,11 @@ def finish(d: Driver, op: opfolder.Operator) -> tuple[int, dict[str, Any]]:
     passed, _ = d.correctness()
     if not passed:
         raise CheckFailed(d.op / op.test_file, "chosen", f"the chosen version {chosen} fails a test", "see the log")
-    final = d.formal("final_formal", "final")
-    d.values["FINAL_ROUND"] = final["round"]
-    _, perf = d.run("final_compare", ok=(0, 1))
+    d.values["CONFIRM_PARTNER"] = selection["confirm_partner"]
+    d.values["CONFIRM_ROUND"] = d.formal("confirm_round", "confirm")["round"]
     _, confirm = d.run("confirm", ok=(0, 1))
+    d.values["FINAL_ROUND"] = d.formal("final_formal", "final")["round"]
+    _, perf = d.run("final_compare", ok=(0, 1))
     d.run("terminal")
     d.run("report")
     code, verdict = d.run("verify", ok=(0, 1))

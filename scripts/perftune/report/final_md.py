@@ -95,7 +95,19 @@ def _selection(inp: FinalInputs) -> list[str]:
             for c in sel["candidates"]]
     return ["## 4. Candidates and selection", ""] + \
         _table(["version", "evaluation order", "score", "CI", "tie set", "eligible"], rows) + \
-        [f"Chosen: **{sel.get('chosen')}**. {sel.get('reason', '')}", ""]
+        [f"Chosen: **{sel.get('chosen')}**. {sel.get('reason', '')}", ""] + _confirm(sel.get("confirm"))
+
+
+def _confirm(conf: dict[str, Any] | None) -> list[str]:
+    if not conf:
+        return ["Confirm: not run.", ""]
+    verdict = "REFUTED: the confirm round proves it slower than its reference" if conf["refuted"] else \
+        "the choice holds"
+    return [f"Confirm (attempt {conf.get('attempt')} of {conf.get('limit')}, {conf['round_kind']} round vs "
+            f"{conf.get('partner') or 'the baseline round'}): score {fmt(conf['final_score'], '.3f')} "
+            f"{fmt_ci(conf.get('final_score_ci'))} vs ranking {fmt(conf['ranking_score'], '.3f')}; ratio "
+            f"{fmt(conf['ratio'], '.3f')} {fmt_ci(conf.get('ratio_ci'))}, band {fmt_ci(conf['band'])}: "
+            f"**{conf['status']}**; {verdict}.", ""]
 
 
 def _terminal(inp: FinalInputs) -> list[str]:

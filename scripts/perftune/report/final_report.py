@@ -24,6 +24,16 @@ def _optional(path: Path, load, *args) -> Any:
     return load(*args) if path.exists() else None
 
 
+def _confirm(root: Path) -> dict[str, Any] | None:
+    """The last confirm attempt, recomputed from its rounds (None when confirm never ran)."""
+    path = candidates.confirm_path(root)
+    if not path.is_file():
+        return None
+    attempts = fsio.read_json(path, what="confirm log").get("attempts") or [{}]
+    return {**candidates.evaluate_confirm(root, attempts[-1].get("final_collection_id") or ""),
+            "attempt": attempts[-1].get("attempt"), "limit": attempts[-1].get("limit")}
+
+
 def _terminal(root: Path) -> dict[str, Any] | None:
     path = root / protocol.PERF_DIR / TERMINAL_NAME
     if not path.is_file():
@@ -76,6 +86,8 @@ def build(op_dir: str | Path) -> dict[str, Any]:
     perf = compare.load_formal(root, perf_file["baseline_collection_id"], perf_file["final_collection_id"])
     ledger_obj = _optional(ledger.ledger_path(root), ledger.load_ledger, ledger.ledger_path(root))
     selection = _optional(candidates.paths(root)[0], candidates.rank, root)
+    if selection is not None:
+        selection["confirm"] = _confirm(root)
     terminal = _terminal(root)
     task = root.resolve().name
     figures = _figures(root, task, selection, terminal)
