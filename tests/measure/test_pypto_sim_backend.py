@@ -11,12 +11,15 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import json
+import os
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
 
 from conftest import ROOT, assert_one_line_error, run_script
+from perftune.demo import flow, opfolder
 from perftune.errors import CheckFailed, ContractError
 from perftune.measure import evidence, pypto_sim_files as files
 from perftune.measure.backends import RepeatResult, get_backend
@@ -161,3 +164,24 @@ def test_the_golden_of_a_simulated_operator_is_timed_on_the_host_like_cpu(tmp_pa
     report = json.loads((op / "GOLDEN_PERF_REPORT.json").read_text())
     assert report["backend"] == "pypto-sim" and report["timing_scope"] == "golden_cpu_call"
     assert len(report["cases"][0]["raw_repeat_e2e_us"]) == 2
+
+
+def test_the_demo_checks_the_plans_backend_before_step_one(tmp_path):
+    """demo.py asks the backend registry before copying anything: without the extra the pypto example
+    stops with exit 3 and the install command; a plan on a backend absent here (msprof) stops the same way."""
+    work = tmp_path / "work"
+    if HAVE_PYPTO:
+        assert flow.check_backend(opfolder.load(EXAMPLE)) is None
+    else:
+        proc = run_script("demo.py", "--example", "pypto_softmax", "--workdir", work)
+        assert_one_line_error(proc, 3, "variants.json: protocol.backend: pypto is not installed",
+                              "python3 -m pip install -e '.[pypto-sim]'")
+        assert not work.exists() and proc.stdout == ""
+    op = tmp_path / "softmax"
+    shutil.copytree(ROOT / "examples" / "softmax", op, ignore=shutil.ignore_patterns("__pycache__"))
+    plan = op / "variants" / "variants.json"
+    plan.write_text(plan.read_text().replace('"backend": "cpu"', '"backend": "msprof"'))
+    proc = run_script("demo.py", "--op-dir", op, "--workdir", work,
+                      env={"PATH": f"{Path(sys.executable).parent}{os.pathsep}/usr/bin{os.pathsep}/bin"})
+    assert_one_line_error(proc, 3, "protocol.backend: msprof is not on PATH")
+    assert not work.exists()

@@ -17,7 +17,8 @@ from typing import Any, TextIO
 from . import opfolder, plan as demo_plan
 from .driver import DEFAULT_WORKDIR, Driver, prepare, prune
 from .. import fsio
-from ..errors import CheckFailed, ContractError
+from ..errors import CheckFailed, ContractError, EnvError
+from ..measure import backends
 
 BOTTLENECK_DIR = "docs/perf/bottleneck"
 
@@ -164,11 +165,23 @@ def finish(d: Driver, op: opfolder.Operator) -> tuple[int, dict[str, Any]]:
     return code, result
 
 
+def check_backend(op: opfolder.Operator) -> None:
+    """Before step 1: the plan's backend must be usable here (e.g. the pypto-sim extra installed);
+    otherwise one environment error names the plan and the install command, and nothing is copied."""
+    name = op.plan.protocol.backend
+    try:
+        backends.get_backend(name).check_environment()
+    except EnvError as exc:
+        raise EnvError(op.folder / "variants/variants.json", "protocol.backend",
+                       exc.problem, exc.fix) from None
+
+
 def run_demo(workdir: str | Path | None = None, *, op_dir: str | Path | None = None, keep: bool = False,
              progress: Callable[[str], None] = print, bar_stream: TextIO | None = None) -> tuple[int, dict[str, Any]]:
     """The whole Stage 5 run on ``op_dir`` (default: the default example) in a new ``run_NNN`` under
     ``workdir``; returns (stage5_check exit code, summary). Earlier runs are removed unless ``keep``."""
     op = opfolder.load(op_dir or opfolder.example(opfolder.DEFAULT_EXAMPLE))
+    check_backend(op)
     base = Path(workdir) if workdir else DEFAULT_WORKDIR
     run, copy = prepare(base, op.folder)
     d = Driver(copy, run / "demo_logs", progress, bar_stream, sources={"v000": op.folder / op.test_file})

@@ -46,7 +46,7 @@ from .. import routing
 from .base import Backend, RepeatResult, RunSpec, adapter_command, marker_lines, repeat_dir_name, run_logged, runner_env, write_evidence_status
 
 LAUNCH_JSON = "launch.json"
-INSTALL_LINE = "pip install -e '.[pypto-sim]'  (= pip install pypto==0.2.0 torch==2.13.0 sympy)"
+INSTALL_LINE = "python3 -m pip install -e '.[pypto-sim]', i.e. pypto==0.2.0 torch==2.13.0 sympy"
 FREQUENCY_MHZ = {"A2A3": 1800.0, "A5": 1800.0}   # the simulator's own cycle -> µs conversion (trace)
 DEFAULT_ARCH = "A2A3"
 ARCH_ARG = "Model.deviceArch="
