@@ -20,6 +20,7 @@ import pytest
 
 from conftest import ROOT, assert_one_line_error, run_script
 from perftune.demo import flow, opfolder
+from perftune.contract import manifest as manifest_mod
 from perftune.errors import CheckFailed, ContractError
 from perftune.measure import evidence, pypto_sim_files as files
 from perftune.measure.backends import RepeatResult, get_backend
@@ -114,8 +115,10 @@ def test_cli_end_to_end_follows_the_installed_extra(tmp_path):
         assert_one_line_error(proc, 3, "pypto is not installed", "pip install -e '.[pypto-sim]'")
         assert not (op / "docs").exists()
         final = evidence.RoundEvidence(op, {"backend": "pypto-sim"}, {})
-        [(category, message)] = resimulate.problems(op, final)   # the verifier cannot re-simulate here
+        man = manifest_mod.load_manifest(path)
+        [(category, message)], note = resimulate.run(op, man, final, final)   # P10 cannot re-simulate here
         assert category == "env_error" and "pip install -e '.[pypto-sim]'" in message
+        assert note["status"] == "not_run" and not (op / "docs").exists()
         return
     proc = freeze(op, env)
     assert proc.returncode == 0, proc.stderr
@@ -135,10 +138,16 @@ def test_cli_end_to_end_follows_the_installed_extra(tmp_path):
     assert not list(home.iterdir()), "side files reached HOME"
     assert not (op / "output").exists() and not list(loaded.path.rglob(".pypto_sim_*"))
     final = evidence.load_round(op, "round_001")
-    assert resimulate.problems(op, final) == []           # the verifier re-simulates: identical cycles
+    man = manifest_mod.load_manifest(op / "PERFORMANCE_CASES.json")
+    problems, note = resimulate.run(op, man, final, final)   # P10: the verifier re-simulates, identical cycles
+    assert problems == [] and note["status"] == "run" and note["path"] == "docs/perf/stage5_remeasure/rm_001"
+    [row] = note["cases"]
+    assert row["final"]["resimulated_us"] == loaded.samples_us[0] and row["baseline"]["identical"] and row["speedup"] == 1
+    assert len(row["inputs"]) == 1 and (op / note["path"] / "remeasure.json").is_file()
     edited = dataclasses.replace(loaded, samples_us=[s * 1.01 for s in loaded.samples_us])
-    [(category, message)] = resimulate.problems(op, dataclasses.replace(final, cases={CASE: edited}))
-    assert category == "performance_evidence_invalid" and "not identical" in message
+    problems, note = resimulate.run(op, man, final, dataclasses.replace(final, cases={CASE: edited}))
+    [(category, message)] = problems   # the edited final fails; the untouched baseline round still agrees
+    assert category == "performance_evidence_invalid" and "not identical" in message and note["cases"][0]["baseline"]["identical"]
 
 
 def test_the_frequency_constant_is_the_simulators_own_cycle_to_microsecond_conversion():

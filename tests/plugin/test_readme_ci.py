@@ -1,6 +1,7 @@
 """README gives exactly two set-up commands, and .ci/run runs the README's test command."""
 
 import re
+import tomllib
 
 from conftest import ROOT
 
@@ -22,3 +23,14 @@ def test_ci_runs_the_readme_test_command():
     ci = (ROOT / ".ci" / "run").read_text()
     assert "set -euo pipefail" in ci
     assert _setup_commands()[1].strip() in ci.splitlines()
+
+
+def test_ci_installs_the_extras_it_tests_with_torch_pinned_to_the_cpu_build():
+    """CI runs the pypto-sim backend for real; torch is pinned exactly (a range pulls a multi-GB CUDA build)."""
+    command = _setup_commands()[1].strip()
+    assert "'.[test,pypto-sim]'" in command
+    chinese = (ROOT / "README.zh-CN.md").read_text()
+    assert command in chinese.splitlines()
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    torch = [r for r in extras["pypto-sim"] if r.startswith("torch")]
+    assert torch == ["torch==2.13.0"] and "pypto==0.2.0" in extras["pypto-sim"]

@@ -63,7 +63,7 @@ def baseline_code(op_dir: Path, base: evidence.RoundEvidence, final: evidence.Ro
                         "keep docs/perf/versions/<baseline> (select_best.py record saves it)")
 
 
-def _reserve(op_dir: Path) -> Path:
+def reserve(op_dir: Path) -> Path:
     parent = evidence.perf_dir(op_dir) / ARCHIVE
     parent.mkdir(parents=True, exist_ok=True)
     number = 1 + max([int(p.name[3:]) for p in parent.glob("rm_*") if p.name[3:].isdigit()], default=0)
@@ -136,7 +136,7 @@ def _attempt(ctx, base_spec, case, case_dir: Path, delivered: dict[str, Any]) ->
             "reproduced": miss is None, "problem": miss}, miss
 
 
-def _input_keys(case_dir: Path) -> list[tuple]:
+def input_keys(case_dir: Path) -> list[tuple]:
     keys = set()
     for path in case_dir.rglob(attestation.ATTESTATION_JSON):
         keys.add(tuple(attestation.input_key(fsio.read_json(path, what="attestation"))))
@@ -154,7 +154,7 @@ def run(op_dir: Path, man: manifest_mod.Manifest, perf: dict[str, Any], base: ev
     ctx = collect.prepare(op_dir, collect.Overrides())
     version = baseline_code(op_dir, base, final)
     base_spec = dataclasses.replace(ctx.spec, runner=find_runner(version))
-    folder = _reserve(op_dir)
+    folder = reserve(op_dir)
     delivered = {c["case"]: c for c in perf["per_case"]}
     problems: list[Problem] = []
     rows = []
@@ -179,7 +179,7 @@ def run(op_dir: Path, man: manifest_mod.Manifest, perf: dict[str, Any], base: ev
             problems.append(("runtime_failure", f"case {case.id}: wrapper/op timing: {gap['problem']}"))
         rows.append({"case": case.id, "delivered_speedup": delivered.get(case.id, {}).get("speedup"),
                      "reproduced": miss is None, "attempts": attempts, "gap": figures,
-                     "inputs": [list(map(list, k)) for k in _input_keys(case_dir)]})
+                     "inputs": [list(map(list, k)) for k in input_keys(case_dir)]})
     seconds = round(time.monotonic() - started, 3)
     note = {"status": "run", "path": fsio.display_path(folder, op_dir), "seconds": seconds,
             "baseline_code": fsio.display_path(version, op_dir),

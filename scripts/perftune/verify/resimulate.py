@@ -1,42 +1,109 @@
-"""Re-measurement by the verifier on a deterministic backend (pypto-sim): identical time or FAIL.
+"""Gate P10 on a deterministic backend (pypto-sim): the verifier re-simulates, identical time or FAIL.
 
-A simulator gives the same cycles for the same code and inputs, so the verifier does not have to
-trust the final round at all: it launches every manifest case once more on the delivered sources
-(one process per case, raw files in a temporary folder outside the operator directory, never
-archived) and requires the time of every case to equal the final round's recorded samples exactly.
-Other backends are noisy and are not re-measured here (P4 recomputes their numbers from raw files).
-Returns ``(category, message)`` pairs: ``performance_evidence_invalid`` for a differing time,
-``env_error`` when the backend cannot run on this machine.
+A simulator gives the same cycles for the same code and inputs, so the verifier does not trust the
+rounds at all and needs no tolerance: it launches every manifest case once more on the delivered
+sources, and every target case once more on the saved baseline code (skipped when the baseline is
+the delivered code: the same launch), one process per launch, and requires each time to equal the
+recorded samples exactly: the final round's (both arms' baseline side too when paired) and the
+baseline round's. Equal samples make every delivered speed-up reproduce exactly (P4 recomputes
+the rest from them). The raw files are archived under ``docs/perf/stage5_remeasure/rm_NNN/``
+(``final/<case>/`` and ``baseline/<case>/``, sealed in ``remeasure.json``) and cited like the
+paired re-measurement of a noisy backend (:mod:`.remeasure`).
+
+The wrapper/op timing of :mod:`.remeasure` is not run here: the host time of a simulated launch
+(compile + simulation, seconds) says nothing of the device time. Work moved out of the kernel still
+fails P9: the probe measures the op's own output against the frozen reference.
+Returns ``(category, message)`` pairs: ``performance_evidence_invalid`` for a differing time or a
+failed launch, ``env_error`` when the backend cannot run on this machine.
 """
 
 from __future__ import annotations
 
-import tempfile
+import dataclasses
+import hashlib
+import time
 from pathlib import Path
+from typing import Any
 
+from .. import fsio
+from ..contract import manifest as manifest_mod
 from ..contract import protocol
 from ..errors import CheckFailed, EnvError, PerftuneError
 from ..measure import collect, evidence
 from ..measure.backends import repeat_dir_name
+from ..measure.backends.case_adapter import find_runner
+from . import remeasure
+
+Problem = tuple[str, str]
+RULE = "deterministic backend: every re-simulated time equals the recorded samples exactly"
 
 
-def problems(op_dir: Path, final: evidence.RoundEvidence) -> list[tuple[str, str]]:
-    if final.collection["backend"] not in protocol.DETERMINISTIC_BACKENDS:
+def applies(backend: str) -> bool:
+    return backend in protocol.DETERMINISTIC_BACKENDS
+
+
+def _recorded(rnd: evidence.RoundEvidence, case_id: str, arm: str) -> list[float]:
+    case = rnd.cases.get(case_id)
+    if case is None:
         return []
+    if arm == "baseline":   # the baseline arm of a paired round
+        return sorted(set(case.baseline_samples_us or [])) if rnd.paired else []
+    return sorted(set(case.samples_us))
+
+
+def _launch(ctx: collect.Context, spec, case, folder: Path, recorded: list[float], what: str
+            ) -> tuple[dict[str, Any], str | None]:
+    try:
+        again = ctx.backend.run_repeat(spec, case, folder / repeat_dir_name(1)).duration_us
+    except (CheckFailed, PerftuneError) as exc:
+        return {"resimulated_us": None}, f"re-simulation of {case.id} on the {what} failed: {exc.line()}"
+    row = {"resimulated_us": again, "recorded_us": recorded, "identical": recorded == [again]}
+    if not row["identical"]:
+        return row, (f"re-simulated {case.id} on the {what}: {again} us, the rounds recorded {recorded} us "
+                     "(not identical)")
+    return row, None
+
+
+def run(op_dir: Path, man: manifest_mod.Manifest, base: evidence.RoundEvidence,
+        final: evidence.RoundEvidence) -> tuple[list[Problem], dict[str, Any]]:
+    """Re-simulate; (problems, the note cited in stage5_check.json under ``remeasure``)."""
     try:
         ctx = collect.prepare(op_dir, collect.Overrides())
     except EnvError as exc:
-        return [("env_error", f"cannot re-measure on {final.collection['backend']}: {exc.line()}")]
-    out = []
-    with tempfile.TemporaryDirectory(prefix="stage5_resimulate_") as scratch:
-        for case in ctx.manifest.cases:
-            recorded = sorted(set(final.cases[case.id].samples_us)) if case.id in final.cases else []
-            try:
-                again = ctx.backend.run_repeat(ctx.spec, case, Path(scratch) / case.id / repeat_dir_name(1))
-            except (CheckFailed, PerftuneError) as exc:
-                out.append(("performance_evidence_invalid", f"re-measurement of {case.id} failed: {exc.line()}"))
-                continue
-            if recorded != [again.duration_us]:
-                out.append(("performance_evidence_invalid", f"re-measured {case.id} on the delivered code: "
-                            f"{again.duration_us} us, the final round recorded {recorded} us (not identical)"))
-    return out
+        return ([("env_error", f"cannot re-simulate on {final.collection['backend']}: {exc.line()}")],
+                {"status": "not_run", "reason": exc.line()})
+    started = time.monotonic()
+    same_code = base.collection["executable_sha256"] == final.collection["executable_sha256"]
+    version = op_dir if same_code else remeasure.baseline_code(op_dir, base, final)
+    base_spec = dataclasses.replace(ctx.spec, runner=find_runner(version))
+    folder = remeasure.reserve(op_dir)
+    problems: list[Problem] = []
+    rows = []
+    for case in ctx.manifest.cases:
+        name = evidence.case_dir_name(case.id)
+        want = _recorded(final, case.id, "final")
+        row, miss = _launch(ctx, ctx.spec, case, folder / "final" / name, want, "delivered code")
+        problems += [("performance_evidence_invalid", miss)] if miss else []
+        entry = {"case": case.id, "final": row}
+        if case.id in man.target_case_ids:
+            want = sorted(set(_recorded(base, case.id, "final") + _recorded(final, case.id, "baseline")))
+            if same_code:
+                same = row.get("resimulated_us")
+                entry["baseline"] = {"resimulated_us": same, "recorded_us": want, "identical": want == [same],
+                                     "note": "baseline code = delivered code: the final launch"}
+                miss = None if want == [same] else f"baseline {case.id}: recorded {want} us, re-simulated {same} us"
+            else:
+                entry["baseline"], miss = _launch(ctx, base_spec, case, folder / "baseline" / name, want,
+                                                  "baseline code")
+            problems += [("performance_evidence_invalid", miss)] if miss else []
+            pair = (entry["baseline"].get("resimulated_us"), row.get("resimulated_us"))
+            entry["speedup"] = round(pair[0] / pair[1], 9) if all(pair) else None
+        entry["inputs"] = [list(map(list, k)) for k in remeasure.input_keys(folder / "final" / name)]
+        rows.append(entry)
+    note = {"status": "run", "method": "resimulation", "path": fsio.display_path(folder, op_dir),
+            "seconds": round(time.monotonic() - started, 3), "baseline_code": fsio.display_path(version, op_dir),
+            "rule": {"deterministic": RULE}, "cases": rows}
+    note["evidence_seal"] = evidence.evidence_seal(folder)
+    fsio.write_json(folder / "remeasure.json", note)
+    note["remeasure_json_sha256"] = hashlib.sha256((folder / "remeasure.json").read_bytes()).hexdigest()
+    return problems, note

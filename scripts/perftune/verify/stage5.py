@@ -176,7 +176,6 @@ def gate_p4(ctx: Context) -> list[Finding]:
         out.append(Finding("P4", "performance_evidence_invalid",
                            f"{len(diffs)} value(s) in performance.json differ from the recomputation from raw "
                            "samples", tuple(diffs[:10])))
-    out += [Finding("P4", cat, msg) for cat, msg in resimulate.problems(ctx.op_dir, ctx.rounds[1])]  # pypto-sim
     return out
 
 
@@ -260,11 +259,13 @@ def gate_p10(ctx: Context) -> list[Finding]:
     man = _guard(ctx, "manifest", "stage5_contract_blocked")
     perf = _guard(ctx, "performance", "performance_evidence_invalid")
     base, final = _guard(ctx, "rounds", "performance_evidence_invalid")
-    wanted = ctx.remeasure if ctx.remeasure is not None else man.protocol.backend == "cpu"
+    exact = resimulate.applies(man.protocol.backend)   # pypto-sim: re-simulate, identical cycles
+    wanted = ctx.remeasure if ctx.remeasure is not None else man.protocol.backend == "cpu" or exact
     if not wanted:
         ctx.notes["remeasure"] = {"status": "not_run", "reason": "off (--no-remeasure, or msprof without --remeasure)"}
         return []
-    problems, note = remeasure.run(ctx.op_dir, man, perf, base, final, ctx.remeasure_budget_s)
+    problems, note = (resimulate.run(ctx.op_dir, man, base, final) if exact else
+                      remeasure.run(ctx.op_dir, man, perf, base, final, ctx.remeasure_budget_s))
     ctx.notes["remeasure"] = note
     golden = ctx.notes.get("golden_inputs") or {}
     for row in note.get("cases", []):

@@ -42,6 +42,7 @@ from ... import fsio
 from ...contract.manifest import Case
 from ...errors import CheckFailed, ContractError, EnvError
 from .. import pypto_sim_files as files
+from ..attestation import ATTESTATION_JSON
 from .. import routing
 from .base import Backend, RepeatResult, RunSpec, adapter_command, marker_lines, repeat_dir_name, run_logged, runner_env, write_evidence_status
 
@@ -164,7 +165,10 @@ class PyptoSimBackend(Backend):
                 raise CheckFailed(path, case.id, "simulator file missing", "check the pypto install (see collection.log)")
             if name != files.MERGED_SWIMLANE or path.stat().st_size <= MAX_TRACE_BYTES:
                 shutil.copyfile(path, folder / name)
-        calls = [int(s["calls"]) for s in result.get("samples", [])]
+        samples = result.get("samples") or []
+        if samples and "attestation" in samples[-1]:  # what the timed call received (measure/attestation.py)
+            fsio.write_json(folder / ATTESTATION_JSON, samples[-1]["attestation"])
+        calls = [int(s["calls"]) for s in samples]
         fsio.write_json(folder / LAUNCH_JSON, {
             "case_id": case.id, "op_name": op_name, "calls": calls[-1] if calls else 0, "warmup": warmup,
             "launches": len(outputs), "simulator_output": outputs[-1].name, "simulator": identity})
