@@ -139,15 +139,16 @@ def test_cli_end_to_end_follows_the_installed_extra(tmp_path):
     assert not (op / "output").exists() and not list(loaded.path.rglob(".pypto_sim_*"))
     final = evidence.load_round(op, "round_001")
     man = manifest_mod.load_manifest(op / "PERFORMANCE_CASES.json")
-    problems, note = resimulate.run(op, man, final, final)   # P10: the verifier re-simulates, identical cycles
-    assert problems == [] and note["status"] == "run" and note["path"] == "docs/perf/stage5_remeasure/rm_001"
+    edited = dataclasses.replace(final, cases={CASE: dataclasses.replace(loaded, samples_us=[s * 1.01 for s in
+                                                                                           loaded.samples_us])})
+    problems, note = resimulate.run(op, man, final, edited)   # P10: one re-simulation, identical cycles required
+    [(category, message)] = problems   # the edited final round fails; the untouched baseline round agrees
+    assert category == "performance_evidence_invalid" and "not identical" in message
+    assert note["status"] == "run" and note["path"] == "docs/perf/stage5_remeasure/rm_001"
     [row] = note["cases"]
-    assert row["final"]["resimulated_us"] == loaded.samples_us[0] and row["baseline"]["identical"] and row["speedup"] == 1
-    assert len(row["inputs"]) == 1 and (op / note["path"] / "remeasure.json").is_file()
-    edited = dataclasses.replace(loaded, samples_us=[s * 1.01 for s in loaded.samples_us])
-    problems, note = resimulate.run(op, man, final, dataclasses.replace(final, cases={CASE: edited}))
-    [(category, message)] = problems   # the edited final fails; the untouched baseline round still agrees
-    assert category == "performance_evidence_invalid" and "not identical" in message and note["cases"][0]["baseline"]["identical"]
+    assert row["final"]["resimulated_us"] == loaded.samples_us[0] and row["final"]["identical"] is False
+    assert row["baseline"]["identical"] is True and row["speedup"] == 1 and len(row["inputs"]) == 1
+    assert (op / note["path"] / "remeasure.json").is_file() and not list(home.iterdir())
 
 
 def test_the_frequency_constant_is_the_simulators_own_cycle_to_microsecond_conversion():

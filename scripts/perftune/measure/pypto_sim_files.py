@@ -17,9 +17,10 @@ every number the pypto-sim backend reports is re-derived from the archived raw f
   ``Core Total Work Time``, ``Total Wait Time``, ``Wait Schedule Time``, ``Wait Predecessor Time``
   (µs). Cores that ran no task are dropped from the summary.
 
-The per-pipe busy model (:func:`busy_model`): a lane is one core; per lane the spans of one pipe
-are united (overlapping or repeated spans count once), the core's task time is the union of its
-task spans, and overlap is counted only inside one lane (different cores run independently).
+The per-pipe busy model (:func:`busy_model`) is :mod:`perftune.measure.timeline`'s, the one the
+msprof instruction timeline uses: a lane is one core; per lane the spans of one pipe are united
+(overlapping or repeated spans count once), the core's task time is the union of its task spans,
+and compute/data-movement overlap is counted only inside one lane (different cores run independently).
 Pipe names map to the families the msprof route uses: ``VECTOR_ALU``→vec, ``CUBE``→cube,
 ``MTE_IN``→mte2 (global → local), ``MTE1``→mte1, ``MTE_OUT``→mte3. The simulator models no
 scalar pipe, so scalar ratios are missing (None), never 0. :func:`route_row` turns the model into
@@ -33,6 +34,7 @@ import math
 import re
 from typing import Any
 
+from . import timeline
 from ..errors import ContractError
 
 STAT_REPORT = "_simulate.stat.report.txt"
@@ -43,9 +45,9 @@ BUBBLE_LOG = "bubble_analysis.log"
 MERGED_SWIMLANE = "merged_swimlane.json"
 
 PIPE_FAMILY = {"VECTOR_ALU": "vec", "CUBE": "cube", "MTE_IN": "mte2", "MTE1": "mte1", "MTE_OUT": "mte3"}
+TIMELINE_PIPE = {"VECTOR_ALU": "VECTOR", "CUBE": "CUBE", "MTE_IN": "MTE2", "MTE1": "MTE1", "MTE_OUT": "MTE3"}
+ROUTE_FAMILY = {TIMELINE_PIPE[name]: family for name, family in PIPE_FAMILY.items()}
 STAT_PIPES = ("Cube", "Vector", "MTE_IN", "MTE1", "MTE_OUT")
-COMPUTE = ("vec", "cube")
-MOVEMENT = ("mte1", "mte2", "mte3")
 _LINE = re.compile(r"^\s*(?:\|--)?\s*(?P<key>[A-Za-z_][\w ]*?)\s*\.{2,}\s*:\s*(?P<rest>.*)$")
 _SECTION = re.compile(r"^=+\s*(?P<name>[^=]*?)\s*=+$")
 _BUBBLE_CORE = re.compile(r"^\[(?P<core>[^\]]+)\]\s*Execute task num:\s*(?P<n>\d+)\s*$")
@@ -148,28 +150,6 @@ def parse_bubble_log(text: str, source: str = BUBBLE_LOG) -> dict[str, dict[str,
     return {name: values for name, values in cores.items() if values["tasks"] > 0}
 
 
-def _union(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    merged: list[tuple[int, int]] = []
-    for start, end in sorted(spans):
-        if merged and start <= merged[-1][1]:
-            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
-        else:
-            merged.append((start, end))
-    return merged
-
-
-def _length(spans: list[tuple[int, int]]) -> int:
-    return sum(end - start for start, end in spans)
-
-
-def _intersection(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> int:
-    total, i, j = 0, 0, 0
-    while i < len(a) and j < len(b):
-        total += max(0, min(a[i][1], b[j][1]) - max(a[i][0], b[j][0]))
-        i, j = (i + 1, j) if a[i][1] < b[j][1] else (i, j + 1)
-    return total
-
-
 def _spans(entries: Any, key: str, source: str) -> list[tuple[int, int]]:
     if not isinstance(entries, list):
         raise ContractError(source, key, "is not a list", "archive the simulator file unchanged")
@@ -183,31 +163,37 @@ def _spans(entries: Any, key: str, source: str) -> list[tuple[int, int]]:
 
 
 def busy_model(swim: Any, pipe_swim: Any, source: str = PIPE_SWIM_JSON) -> dict[str, Any]:
-    """Per core type: cores used, task cycles, per-family busy cycles and ratio, in-core overlap."""
+    """Per core type: cores used, task cycles, per-family busy cycles and ratio, in-core overlap.
+
+    The lanes, unions and overlap are :mod:`perftune.measure.timeline`'s model (one model for the
+    msprof instruction timeline and the simulator); a lane is ``(coreType, blockIdx)``."""
     if not isinstance(swim, list) or not isinstance(pipe_swim, list):
         raise ContractError(source, "-", "a swim file is not a list of cores", "archive the simulator files unchanged")
-    tasks = {(c.get("coreType"), c.get("blockIdx")): _union(_spans(c.get("tasks", []), "tasks", SWIM_JSON))
+    tasks = {(c.get("coreType"), c.get("blockIdx")): timeline.union(_spans(c.get("tasks", []), "tasks", SWIM_JSON))
              for c in swim if isinstance(c, dict)}
-    out: dict[str, Any] = {}
+    events, lanes = [], []
     for core in pipe_swim:
         if not isinstance(core, dict) or not any((core.get("pipeLogs") or {}).values()):
             continue
-        kind, lane = core.get("coreType"), (core.get("coreType"), core.get("blockIdx"))
-        pipes = {}
+        lane = (core.get("coreType"), core.get("blockIdx"))
+        lanes.append(lane)
         for name, logs in core["pipeLogs"].items():
-            family = PIPE_FAMILY.get(name)
-            if family is None:
+            if name not in PIPE_FAMILY:
                 raise ContractError(source, f"pipeLogs.{name}", "unknown pipe", "update PIPE_FAMILY for this pypto")
-            pipes[family] = _union(pipes.get(family, []) + _spans(logs, f"pipeLogs.{name}", source))
-        task = tasks.get(lane) or _union([s for spans in pipes.values() for s in spans])
-        block = out.setdefault(kind, {"cores": 0, "task_cycles": 0, "busy_cycles": {}, "overlap_cycles": 0})
+            events += [timeline.Event(lane, TIMELINE_PIPE[name], a, b, name)
+                       for a, b in _spans(logs, f"pipeLogs.{name}", source)]
+    merged, _counts = timeline.merge_lanes(events)
+    out: dict[str, Any] = {}
+    for lane in sorted(set(lanes), key=repr):
+        pipes = {f: spans for (ln, f), spans in merged.items() if ln == lane}
+        task = tasks.get(lane) or timeline.union([s for spans in pipes.values() for s in spans])
+        block = out.setdefault(lane[0], {"cores": 0, "task_cycles": 0, "busy_cycles": {}, "overlap_cycles": 0})
         block["cores"] += 1
-        block["task_cycles"] += _length(task)
+        block["task_cycles"] += timeline.length(task)
         for family, spans in pipes.items():
-            block["busy_cycles"][family] = block["busy_cycles"].get(family, 0) + _length(spans)
-        compute = _union([s for f in COMPUTE for s in pipes.get(f, [])])
-        movement = _union([s for f in MOVEMENT for s in pipes.get(f, [])])
-        block["overlap_cycles"] += _intersection(compute, movement)
+            key = ROUTE_FAMILY[family]
+            block["busy_cycles"][key] = block["busy_cycles"].get(key, 0) + timeline.length(spans)
+        block["overlap_cycles"] += timeline.compute_movement_overlap(pipes)
     for block in out.values():
         block["ratios"] = {f: (round(c / block["task_cycles"], 6) if block["task_cycles"] else None)
                            for f, c in sorted(block["busy_cycles"].items())}

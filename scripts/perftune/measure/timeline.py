@@ -6,10 +6,15 @@ call :func:`summarise` directly):
 - :class:`Event`: one busy span ``[start, end)`` of one pipe family on one lane. A *lane* is the
   ``(pid, tid)`` pair of the trace (one core / block / unit as the trace names it); the lane's
   process and thread names are kept as the trace wrote them.
-- :func:`summarise`: clip to the unique target-kernel window, union the spans per (lane, family)
-  (duplicates and self-overlap counted once), count overlap of two families only inside the same
-  lane (spans of different lanes never overlap each other: different cores run independently), and
-  check completeness (``expected`` families present; lanes named).
+- :func:`merge_lanes`: union the spans per (lane, family) (duplicates and self-overlap counted
+  once), clipped to a window when given; :func:`compute_movement_overlap`: inside ONE lane, the
+  time compute pipes run while data-movement pipes run (spans of different lanes never overlap
+  each other: different cores run independently).
+- :func:`summarise`: on the unique target-kernel window, :func:`merge_lanes`, overlap of two
+  families only inside the same lane, and completeness (``expected`` families present; lanes named).
+  The pypto-sim backend (:func:`perftune.measure.pypto_sim_files.busy_model`) builds its events
+  from the simulator's per-core pipe spans and uses :func:`merge_lanes` and
+  :func:`compute_movement_overlap` the same way.
 
 Parsers (``chrome_trace_events``): the Chrome trace-event JSON that both the application
 profiler's timeline export (``msprof --export=on`` after ``--instr-profiling=on``) and msOpProf's
@@ -173,20 +178,33 @@ def events_from_chrome(text: str, source: str, op_name: str) -> tuple[tuple[floa
     return window, out, names
 
 
+def merge_lanes(events: Iterable[Event], window: tuple[float, float] | None = None
+                ) -> tuple[dict[tuple, list[tuple[float, float]]], dict[tuple, int]]:
+    """``(merged spans, event counts)`` per ``(lane, family)``, clipped to ``window`` when given."""
+    spans: dict[tuple, list] = defaultdict(list)
+    counts: dict[tuple, int] = defaultdict(int)
+    for e in events:
+        s, t = (max(e.start, window[0]), min(e.end, window[1])) if window else (e.start, e.end)
+        if t > s:
+            spans[(e.lane, e.family)].append((s, t))
+            counts[(e.lane, e.family)] += 1
+    return {key: union(v) for key, v in spans.items()}, counts
+
+
+def compute_movement_overlap(families: dict[str, list[tuple[float, float]]]) -> float:
+    """Time one lane's compute pipes (VECTOR, CUBE) run while its data-movement pipes run (unions)."""
+    compute = union([s for f in COMPUTE_PIPES for s in families.get(f, [])])
+    movement = union([s for f in MEMORY_PIPES for s in families.get(f, [])])
+    return length(intersect(compute, movement))
+
+
 def summarise(window: tuple[float, float], events: list[Event], *, expected: Iterable[str] = (),
               lane_names: dict | None = None, unit: str = "us") -> dict[str, Any]:
     """The per-pipe busy model inside ``window`` (see the module docstring)."""
     lo, hi = window
     if not hi > lo:
         raise ContractError("-", "target window", f"[{lo}, {hi}] is empty", "re-collect the timeline")
-    spans: dict[tuple, list] = defaultdict(list)
-    counts: dict[tuple, int] = defaultdict(int)
-    for e in events:
-        s, t = max(e.start, lo), min(e.end, hi)
-        if t > s:
-            spans[(e.lane, e.family)].append((s, t))
-            counts[(e.lane, e.family)] += 1
-    merged = {key: union(v) for key, v in spans.items()}
+    merged, counts = merge_lanes(events, window)
     lanes = sorted({lane for lane, _ in merged}, key=repr)
     span = hi - lo
     lane_rows, pipes, overlap = [], defaultdict(lambda: {"busy": 0.0, "events": 0, "lanes": 0}), defaultdict(float)
