@@ -240,6 +240,9 @@ def rank(op_dir: str | Path) -> dict[str, Any]:
             rounds[cand["version_id"]] = {cid: case.samples_us for cid, case in rnd.cases.items()}
             if rnd.paired and cand["evaluation_order"] > 0:
                 partner, links[cand["version_id"]] = confirm_partner(register, cand, rnd), _arms(rnd)
+                if partner is None:
+                    problem = "; ".join(filter(None, [problem, "paired_partner_unknown: the ranking round's partner "
+                                                      "code is no recorded version"]))
         entries.append(selection.Entry(cand["version_id"], cand["evaluation_order"], problem, partner))
     base = register["candidates"][0]
     if base["version_id"] not in rounds:
@@ -259,15 +262,15 @@ def rank(op_dir: str | Path) -> dict[str, Any]:
 
 
 def confirm_partner(register: dict, cand: dict, rnd: Any) -> str | None:
-    """The version a confirm round of ``cand`` is paired with: the partner of its paired ranking round
-    (by code); the baseline itself for the baseline (A/A); None (an independent round) for another
-    version ranked on an independent round."""
+    """The version a confirm round of ``cand`` is paired with: the recorded version whose code is the
+    partner of its paired ranking round (None if no recorded version has that code); the baseline
+    itself for the baseline (A/A); None (an independent round) for another version ranked on an
+    independent round."""
     first = register["candidates"][0]
     if not rnd.paired:
         return first["version_id"] if cand["executable_sha256"] == first["executable_sha256"] else None
-    sha = rnd.collection["paired"]["baseline_executable_sha256"]
-    return next((c["version_id"] for c in register["candidates"] if c["executable_sha256"] == sha),
-                Path(rnd.collection["paired"]["baseline_version"]).name)
+    sha = rnd.collection["paired"]["baseline_executable_sha256"]  # by code, never by folder name
+    return next((c["version_id"] for c in register["candidates"] if c["executable_sha256"] == sha), None)
 
 
 def choose(op_dir: str | Path) -> dict[str, Any]:
