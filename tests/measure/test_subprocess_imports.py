@@ -1,10 +1,10 @@
 """The per-repeat subprocesses import only what one run needs (#22.4, the many-card speed-up).
 
-Every profiled run starts the function adapter (msprof, pypto-sim) or the cpu runner in a fresh
-interpreter; with 8 cards busy at once their start-up is CPU that all cards share, so it bounds the
-speed-up (docs/benchmarks.md §7). A child run with ``-X importtime`` lists every module it imported:
-none of the parent's heavy libraries may be among them, and numpy is imported only when the
-operator's own test imports it — then still seeded with 42 before the test draws from it.
+Every profiled run starts the function adapter (msprof; pypto-sim through its wrapper) or the cpu
+runner in a fresh interpreter; with 8 cards busy at once their start-up is CPU that all cards share,
+so it bounds the speed-up (docs/benchmarks.md §5). A child run with ``-X importtime`` lists every
+module it imported: none of the parent's heavy libraries may be among them, and numpy is imported
+only when the operator's own test imports it, then still seeded with 42 before the test draws from it.
 """
 
 from __future__ import annotations
@@ -73,6 +73,12 @@ def test_the_cpu_runner_imports_no_heavy_library(op, tmp_path):
     proc, names = run_child(argv, op)
     assert proc.returncode == 0 and proc.stdout.count("PYPTO_PERF_SELECTED_CASE=plain") == 1, proc.stderr
     assert out.is_file() and "perftune" in names
+    assert sorted(names & set(HEAVY)) == []
+
+
+def test_the_pypto_sim_wrapper_imports_no_heavy_library(op):
+    proc, names = run_child([sys.executable, "-c", "import perftune.measure.backends.pypto_sim_runner"], op)
+    assert proc.returncode == 0 and "perftune" in names, proc.stderr
     assert sorted(names & set(HEAVY)) == []
 
 
