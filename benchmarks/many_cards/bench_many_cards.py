@@ -38,13 +38,16 @@ TARGET = "copy_kernel_0"
 
 
 def make_op(root: Path, cases: list[str]) -> Path:
-    """A tiny operator whose P0 tests do nothing (the fake msprof stands for the card)."""
+    """A tiny operator whose P0 tests only launch a no-op kernel through its wrapper (the fake msprof
+    stands for the card; freeze resolves the launcher ``copy_kernel`` of ``copy_kernel_0``)."""
     op = root / "copyop"
     op.mkdir(parents=True)
     rows = "\n".join(f"| {c} | [8,{16 * (i + 1)}] | float32 | yes | test_{c} |" for i, c in enumerate(cases))
     (op / "SPEC.md").write_text("# SPEC: copyop\n\n## 3. Performance P0 cases\n\n| id | shape | dtype | p0 | "
                                 f"test_function |\n|----|-------|-------|----|---------------|\n{rows}\n")
-    (op / "test_copyop.py").write_text("".join(f"def test_{c}():\n    pass\n\n\n" for c in cases))
+    (op / "test_copyop.py").write_text("def copy_kernel(x):\n    return x\n\n\ndef copy_wrapper(x):\n    return "
+                                       "copy_kernel(x)\n\n\n" + "".join(f"def test_{c}():\n    copy_wrapper(0)\n\n\n"
+                                                                           for c in cases))
     return op
 
 
