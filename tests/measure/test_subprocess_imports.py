@@ -22,12 +22,22 @@ from perftune.contract.manifest import load_manifest  # noqa: E402
 from perftune.measure.backends.base import RunSpec, adapter_command, choose_selector, runner_env  # noqa: E402
 
 HEAVY = ("numpy", "pandas", "jsonschema", "yaml", "matplotlib", "scipy")
-RUNNER = '''def test_plain():
+RUNNER = '''def copy_kernel(x):
+    return x
+
+
+def copy_wrapper(x):
+    return copy_kernel(x)
+
+
+def test_plain():
+    copy_wrapper(0)
     print("PLAIN")
 
 
 def test_draws():
     import numpy
+    copy_wrapper(0)
     print("DRAW", repr(float(numpy.random.rand())))
 '''
 
