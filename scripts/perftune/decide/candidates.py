@@ -207,13 +207,12 @@ def _copy_problem(op_dir: Path, cand: dict) -> str | None:
     return None
 
 
-def _evidence(op_dir: Path, cand: dict) -> tuple[dict | None, str | None]:
-    """(samples per case recomputed from raw files, ineligibility problem) of one candidate."""
+def _evidence(op_dir: Path, cand: dict) -> tuple[Any, str | None]:
+    """(the loaded round, its samples recomputed from raw files; ineligibility problem) of one candidate."""
     try:
         rnd = evidence.load_round(op_dir, cand["formal_collection_id"])
     except ContractError as exc:
         return None, f"round_invalid: {exc.problem}"
-    samples = {cid: case.samples_us for cid, case in rnd.cases.items()}
     problems = [
         "code_hash_mismatch: round measured other code" if rnd.collection["executable_sha256"] != cand["executable_sha256"] else None,
         _correctness_problem(op_dir, cand["correctness"]["run_id"], cand["executable_sha256"]),
@@ -221,7 +220,7 @@ def _evidence(op_dir: Path, cand: dict) -> tuple[dict | None, str | None]:
         "kb_gaps_open" if cand["kb_gaps_open"] else None,
         _copy_problem(op_dir, cand)]
     found = [p for p in problems if p]
-    return samples, "; ".join(found) if found else None
+    return rnd, "; ".join(found) if found else None
 
 
 def rank(op_dir: str | Path) -> dict[str, Any]:
@@ -231,20 +230,20 @@ def rank(op_dir: str | Path) -> dict[str, Any]:
     register = load_candidates(root)
     if not register["candidates"]:
         raise ContractError(paths(root)[0], "candidates", "is empty", "record the baseline first")
-    rounds, entries, gone = {}, [], superseded(register)
+    rounds, groups, entries, gone = {}, {}, [], superseded(register)
     for cand in register["candidates"]:
-        samples, problem = _evidence(root, cand)
+        rnd, problem = _evidence(root, cand)
         if cand["version_id"] in gone:
             problem = "; ".join(filter(None, [f"superseded by {gone[cand['version_id']]} (re-measured)", problem]))
-        if samples is not None:
-            rounds[cand["version_id"]] = samples
+        if rnd is not None:
+            rounds[cand["version_id"]], groups[cand["version_id"]] = _samples(rnd), _processes(rnd)
         entries.append(selection.Entry(cand["version_id"], cand["evaluation_order"], problem))
     base = register["candidates"][0]
     if base["version_id"] not in rounds:
         raise ContractError(paths(root)[0], "candidates[0]", f"baseline round {base['formal_collection_id']} "
                             "is not loadable", "the frozen baseline must stay on disk")
     man, _ = calibration.apply(root, man)
-    result = selection.select(entries, rounds, man)
+    result = selection.select(entries, rounds, man, groups)
     result["inputs"] = {"candidates": fsio.file_record(paths(root)[0], root),
                         "manifest": fsio.file_record(root / protocol.MANIFEST_NAME, root),
                         "rounds": {c["version_id"]: c["formal_collection_id"] for c in register["candidates"]}}
@@ -287,7 +286,16 @@ def confirm_path(op_dir: str | Path) -> Path:
 
 
 def _arms(rnd: Any) -> dict[str, tuple]:
-    return {cid: (c.baseline_samples_us, c.samples_us) for cid, c in rnd.cases.items()}
+    return {cid: c.arms for cid, c in rnd.cases.items()}
+
+
+def _samples(rnd: Any) -> dict[str, list[float]]:
+    return {cid: c.samples_us for cid, c in rnd.cases.items()}
+
+
+def _processes(rnd: Any) -> dict[str, list[int] | None]:
+    """The process index of every sample per case (None: the round records one process)."""
+    return {cid: c.processes for cid, c in rnd.cases.items()}
 
 
 def evaluate_confirm(op_dir: str | Path, final_round: str) -> dict[str, Any]:
@@ -324,9 +332,9 @@ def evaluate_confirm(op_dir: str | Path, final_round: str) -> dict[str, Any]:
                 ranked.collection["paired"]["baseline_executable_sha256"] if ranked.paired else partner_sha):
             out = selection.confirm_paired(_arms(ranked) if ranked.paired else None, _arms(final), man)
         elif not final.paired and not ranked.paired and partner is None:
-            as_samples = lambda rnd: {cid: c.samples_us for cid, c in rnd.cases.items()}  # noqa: E731
-            out = selection.confirm(as_samples(ranked), as_samples(final),
-                                    as_samples(evidence.load_round(root, base["formal_collection_id"])), man)
+            first = evidence.load_round(root, base["formal_collection_id"])
+            groups = {"ranking": _processes(ranked), "final": _processes(final), "baseline": _processes(first)}
+            out = selection.confirm(_samples(ranked), _samples(final), _samples(first), man, groups)
         else:
             raise ContractError(final_round, "--final-round", f"does not repeat the ranking comparison of {chosen} "
                                 f"(ranking round {ranking['round']}: {_kind(ranked)}, partner {partner})",

@@ -126,6 +126,7 @@ def case_entry(case: Any, result: stats.SpeedupResult, b: list[float], c: list[f
         "prob_candidate_faster": result.prob_candidate_faster, "rank_test": result.rank_test,
         "ci_level": result.ci_level, "stable": result.stable, "n_baseline": result.n_baseline,
         "n_final": result.n_candidate, "samples": {"baseline": list(b), "final": list(c)},
+        "ci_method": result.ci_method, "n_processes": result.n_processes,
         "golden_per_iteration_us": golden_us, "golden_reference_ratio": _ratio(golden_us, final_us),
         "target_met": None, "bound_route": route,
     }
@@ -170,17 +171,23 @@ def _protocol_block(collection: Mapping[str, Any], aggregation: str, decision: D
         "warmup": collection["warmup"], "repeats": collection["repeats"],
         "op_name": collection["target_op_name"], "selector_kind": selector.get("kind"),
         "aggregation": aggregation, "decision": dict(decision.__dict__),
+        "processes": (collection.get("protocol") or {}).get("processes", protocol.DEFAULT_PROCESSES),
     }
 
 
-def _pairs(manifest: Manifest, baseline: Any, candidate: Any) -> dict[str, tuple[list[float], list[float]]]:
-    """Per case (baseline samples, candidate samples); a paired candidate brings its own baseline."""
+def _pairs(manifest: Manifest, baseline: Any, candidate: Any) -> dict[str, tuple]:
+    """Per case (baseline samples, candidate samples, baseline process groups, candidate process
+    groups); a paired candidate brings its own baseline (both arms of a repeat share a process)."""
     out = {}
     for case_id in manifest.case_ids:
         final = candidate.cases[case_id]
         paired = getattr(final, "baseline_samples_us", None)
-        base = paired if paired is not None else baseline.cases[case_id].samples_us
-        out[case_id] = (list(base), list(final.samples_us))
+        groups = getattr(final, "processes", None)
+        if paired is not None:
+            out[case_id] = (list(paired), list(final.samples_us), groups, groups)
+        else:
+            base = baseline.cases[case_id]
+            out[case_id] = (list(base.samples_us), list(final.samples_us), getattr(base, "processes", None), groups)
     return out
 
 
@@ -196,9 +203,10 @@ def build_performance(*, task: str, manifest: Manifest, manifest_record: Mapping
     targets = set(manifest.target_case_ids or manifest.case_ids)
     per_case = []
     for case in manifest.cases:
-        b, c = pairs[case.id]
+        b, c, groups_b, groups_c = pairs[case.id]
         result = stats.compare_samples(b, c, decision, paired=paired, aggregation=aggregation,
-                                       family_size=len(targets) if case.id in targets else 1)
+                                       family_size=len(targets) if case.id in targets else 1,
+                                       groups_b=groups_b, groups_c=groups_c)
         golden = None if golden_us is None else golden_us.get(case.id)
         per_case.append(case_entry(case, result, b, c, golden, aggregation, case.id in targets,
                                    bound_route(getattr(candidate.cases[case.id], "repeats", ()))))
@@ -284,8 +292,10 @@ def build_quick(*, task: str, manifest: Manifest, baseline: Any, quick: Mapping[
     rows, pairs = [], {}
     for case_id in chosen:
         b, q = list(baseline.cases[case_id].samples_us), list(quick_samples[case_id])
-        pairs[case_id] = (b, q)
-        result = stats.compare_samples(b, q, decision, aggregation=aggregation, family_size=len(chosen))
+        groups = getattr(baseline.cases[case_id], "processes", None)
+        pairs[case_id] = (b, q, groups, None)
+        result = stats.compare_samples(b, q, decision, aggregation=aggregation, family_size=len(chosen),
+                                       groups_b=groups)
         rows.append({"case": case_id, "baseline_us": stats.aggregate(b, aggregation),
                      "quick_us": stats.aggregate(q, aggregation), "speedup": result.point,
                      "speedup_ci": [result.ci_low, result.ci_high] if result.ci_low is not None else None,

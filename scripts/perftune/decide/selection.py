@@ -62,28 +62,37 @@ def delta_of(manifest: Manifest) -> float:
     return manifest.protocol.decision.noise_band
 
 
-def drift_of(baseline: Mapping[str, Sequence[float]], manifest: Manifest) -> dict[str, float | None]:
+Groups = Mapping[str, Mapping[str, Sequence[int] | None]]  # version → case → process index per sample
+
+
+def _groups(groups: Groups | None, version: str, case: str) -> Sequence[int] | None:
+    return None if groups is None else (groups.get(version) or {}).get(case)
+
+
+def drift_of(baseline: Mapping[str, Sequence[float]], manifest: Manifest,
+             groups: Mapping[str, Sequence[int] | None] | None = None) -> dict[str, float | None]:
     """Per target case: the drift the baseline proves between its halves (reported, never decisive)."""
     proto = manifest.protocol
-    return {c: stats.aa_noise(baseline[c], proto.decision, proto.aggregation)
+    return {c: stats.aa_noise(baseline[c], proto.decision, proto.aggregation, (groups or {}).get(c))
             for c in manifest.target_case_ids if c in baseline}
 
 
 def _log_draws(baseline: Mapping[str, np.ndarray], versions: Mapping[int, Mapping[str, np.ndarray]],
-               manifest: Manifest) -> dict[int, np.ndarray]:
-    """Joint bootstrap draws (resamples, cases) of every version's log case speed-ups (shared baseline)."""
+               manifest: Manifest, base_groups: Mapping[str, Sequence[int] | None] | None = None,
+               version_groups: Mapping[int, Mapping[str, Sequence[int] | None]] | None = None) -> dict[int, np.ndarray]:
+    """Joint bootstrap draws (resamples, cases) of every version's log case speed-ups (shared baseline);
+    two-level for samples from several processes (``stats.resample``)."""
     proto = manifest.protocol
     seed, count = proto.decision.rng_seed, proto.decision.resamples
     out = {order: np.empty((count, len(manifest.target_case_ids))) for order in versions}
     for k, case in enumerate(manifest.target_case_ids):
-        b = baseline[case]
         rng = np.random.default_rng([seed, 3, 0, k, 1])
-        b_agg = np.log(stats.aggregate_rows(b[rng.integers(0, b.size, size=(count, b.size))], proto.aggregation))
+        drawn = stats.resample(baseline[case], (base_groups or {}).get(case), count, rng)
+        b_agg = np.log(stats.aggregate_rows(drawn, proto.aggregation))
         for order, samples in versions.items():
-            c = samples[case]
             rng = np.random.default_rng([seed, 3, order, k, 2])
-            out[order][:, k] = b_agg - np.log(stats.aggregate_rows(c[rng.integers(0, c.size, size=(count, c.size))],
-                                                                    proto.aggregation))
+            drawn = stats.resample(samples[case], ((version_groups or {}).get(order) or {}).get(case), count, rng)
+            out[order][:, k] = b_agg - np.log(stats.aggregate_rows(drawn, proto.aggregation))
     return out
 
 
@@ -98,27 +107,29 @@ def _tied(ratio: float, ci: Sequence[float] | None, delta: float) -> bool:
 
 
 def _gate(baseline: Mapping[str, Sequence[float]], samples: Mapping[str, Sequence[float]],
-          manifest: Manifest) -> list[str]:
+          manifest: Manifest, groups: Groups | None = None, version: str = "", base: str = "") -> list[str]:
     """Target cases the final compare gate would call ``slower`` against the baseline."""
     proto, targets = manifest.protocol, manifest.target_case_ids
     return [c for c in targets if stats.compare_samples(
-        baseline[c], samples[c], proto.decision, aggregation=proto.aggregation,
-        family_size=len(targets)).verdict == "slower"]
+        baseline[c], samples[c], proto.decision, aggregation=proto.aggregation, family_size=len(targets),
+        groups_b=_groups(groups, base, c), groups_c=_groups(groups, version, c)).verdict == "slower"]
 
 
 def _scores(entries: Sequence[Entry], rounds: Mapping[str, Mapping[str, Sequence[float]]],
-            baseline: Mapping[str, Sequence[float]], manifest: Manifest, gate: bool = True) -> dict[str, dict]:
+            baseline: Mapping[str, Sequence[float]], manifest: Manifest, gate: bool = True,
+            groups: Groups | None = None, base: str = "") -> dict[str, dict]:
     proto = manifest.protocol
     out = {}
     for entry in entries:
-        samples = rounds.get(entry.version_id)
+        samples, v = rounds.get(entry.version_id), entry.version_id
         suite = None if samples is None else stats.suite_score(
-            {c: (baseline[c], samples[c]) for c in manifest.target_case_ids if c in samples and c in baseline},
+            {c: (baseline[c], samples[c], _groups(groups, base, c), _groups(groups, v, c))
+             for c in manifest.target_case_ids if c in samples and c in baseline},
             manifest.target_case_ids, proto.decision, aggregation=proto.aggregation, metric=proto.aggregate_metric)
         problem = entry.problem or (None if suite and suite.score is not None
                                     else f"score_not_computable:{suite.reason_code if suite else 'no_round'}")
         if problem is None and gate and entry.evaluation_order > 0:
-            slower = _gate(baseline, samples, manifest)
+            slower = _gate(baseline, samples, manifest, groups, v, base)
             problem = f"would_fail_gate: slower target cases {slower}" if slower else None
         out[entry.version_id] = {
             "version_id": entry.version_id, "evaluation_order": entry.evaluation_order,
@@ -132,17 +143,18 @@ def _scores(entries: Sequence[Entry], rounds: Mapping[str, Mapping[str, Sequence
 
 
 def select(entries: Sequence[Entry], rounds: Mapping[str, Mapping[str, Sequence[float]]],
-           manifest: Manifest) -> dict:
-    """The ``selection.json`` content (without input file records) for ``entries`` (pure)."""
+           manifest: Manifest, groups: Groups | None = None) -> dict:
+    """The ``selection.json`` content (without input file records) for ``entries`` (pure);
+    ``groups``: the process index of every sample, per version and case (None: one process)."""
     ordered = sorted(entries, key=lambda e: e.evaluation_order)
     base_entry = ordered[0] if ordered and ordered[0].evaluation_order == 0 else None
     if base_entry is None or base_entry.version_id not in rounds:
         raise ValueError("selection needs the frozen baseline (evaluation_order 0) and its round")
-    baseline = rounds[base_entry.version_id]
-    rows = _scores(ordered, rounds, baseline, manifest)
+    baseline, base = rounds[base_entry.version_id], base_entry.version_id
+    rows = _scores(ordered, rounds, baseline, manifest, groups=groups, base=base)
     eligible = [rows[e.version_id] for e in ordered if rows[e.version_id]["eligible"]]
     delta = delta_of(manifest)
-    drift = drift_of(baseline, manifest)
+    drift = drift_of(baseline, manifest, (groups or {}).get(base))
     result = {"candidates": [rows[e.version_id] for e in ordered],
               "rule": {**rule_of(manifest), "delta": delta, "baseline_drift": drift,
                        "stable": all(not d for d in drift.values())},
@@ -158,7 +170,8 @@ def select(entries: Sequence[Entry], rounds: Mapping[str, Mapping[str, Sequence[
     draws = {o: _score_draws(d, metric) for o, d in _log_draws(
         {c: np.asarray(baseline[c], float) for c in manifest.target_case_ids},
         {r["evaluation_order"]: {c: np.asarray(v, float) for c, v in rounds[r["version_id"]].items()}
-         for r in eligible}, manifest).items()} if bootstrap else {}
+         for r in eligible}, manifest, (groups or {}).get(base),
+        {r["evaluation_order"]: (groups or {}).get(r["version_id"]) for r in eligible}).items()} if bootstrap else {}
     alpha = (1 - manifest.protocol.decision.confidence) / 2
     for row in eligible:
         row["ratio_to_anchor"] = row["score"] / anchor["score"]
@@ -199,17 +212,18 @@ def _equivalence(ratio: float, ci: Sequence[float] | None, delta: float) -> dict
 
 
 def confirm(ranking_samples: Mapping[str, Sequence[float]], final_samples: Mapping[str, Sequence[float]],
-            baseline: Mapping[str, Sequence[float]], manifest: Manifest) -> dict:
+            baseline: Mapping[str, Sequence[float]], manifest: Manifest, groups: Groups | None = None) -> dict:
     """Equivalence of an independent final round with an independent ranking round (pure).
 
     Both are scored against the shared baseline round. ``status``: ``consistent`` when the bootstrap
     CI of final/ranking score lies inside [1/(1+δ), 1+δ] (relative_band: the point ratio),
     ``inconsistent`` when it lies entirely outside, else ``unresolved``. ``refuted``: the final round
     proves the chosen version slower than the baseline (the decision it was chosen on does not hold).
+    ``groups``: process indices keyed ``ranking``/``final``/``baseline`` → case (None: one process).
     """
     rounds = {"ranking": ranking_samples, "final": final_samples, "baseline": baseline}
     rows = _scores([Entry("baseline", 0), Entry("ranking", 1), Entry("final", 2)], rounds, baseline, manifest,
-                   gate=False)
+                   gate=False, groups=groups, base="baseline")
     if rows["ranking"]["score"] is None or rows["final"]["score"] is None:
         raise ValueError("ranking or final score is not computable")
     ratio = rows["final"]["score"] / rows["ranking"]["score"]
@@ -217,7 +231,8 @@ def confirm(ranking_samples: Mapping[str, Sequence[float]], final_samples: Mappi
     if manifest.protocol.decision.method == "bootstrap":
         arrays = {o: {c: np.asarray(v[c], float) for c in manifest.target_case_ids}
                   for o, v in ((1, ranking_samples), (2, final_samples))}
-        logs = _log_draws({c: np.asarray(baseline[c], float) for c in manifest.target_case_ids}, arrays, manifest)
+        logs = _log_draws({c: np.asarray(baseline[c], float) for c in manifest.target_case_ids}, arrays, manifest,
+                          (groups or {}).get("baseline"), {1: (groups or {}).get("ranking"), 2: (groups or {}).get("final")})
         metric = manifest.protocol.aggregate_metric
         alpha = (1 - manifest.protocol.decision.confidence) / 2
         final_draws = _score_draws(logs[2], metric)
