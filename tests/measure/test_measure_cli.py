@@ -73,7 +73,7 @@ def test_tampered_raw_sample_is_what_load_round_reports(op_dir):
     assert formal(op_dir).returncode == 0
     case_dir = op_dir / "docs/perf/round_001" / evidence.case_dir_name(TWO_CASES[0])
     samples = case_dir / "repeat_002/samples.csv"
-    samples.write_text(samples.read_text().replace(",1\n", ",2\n"))
+    samples.write_text(samples.read_text().replace(",1,0\n", ",2,0\n"))  # calls 1 → 2
     with pytest.raises(ContractError, match="raw evidence changed after the round completed"):
         evidence.load_round(op_dir, "round_001")
     round_dir = op_dir / "docs/perf/round_001"  # a forger who also re-seals still meets the raw check

@@ -70,6 +70,20 @@ def _results(inp: FinalInputs) -> list[str]:
          f"Target: {target}. The golden ratio is an ideal reference, not a speed-up and never a gate.", ""]
 
 
+def _cell(text: str) -> str:
+    """A whole text as one table cell: never cut, pipes escaped, line breaks joined."""
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def _reason(item: dict[str, Any]) -> str:
+    """Why the item ended where it did: its reason code, else its applicability and grounds."""
+    if item.get("reason_code"):
+        return item["reason_code"]
+    state = (item.get("applicability") or {}).get("state")
+    grounds = (item.get("applicability") or {}).get("grounds")
+    return f"{state}: {grounds}" if state and grounds else MISSING
+
+
 def _ledger(inp: FinalInputs) -> list[str]:
     if not inp.ledger:
         return ["## 3. Optimisation ledger", "", "No ledger found.", ""]
@@ -77,8 +91,8 @@ def _ledger(inp: FinalInputs) -> list[str]:
     for item in inp.ledger["items"]:
         ev = item.get("evidence") or {}
         formal = ", ".join(ev.get("formal") or []) or MISSING
-        rows.append([item["item_id"], item["source_kind"], item["status"], item.get("reason_code") or "",
-                     formal, (ev.get("mechanism") or "").replace("|", "/")[:90]])
+        rows.append([item["item_id"], item["source_kind"], item["status"], _cell(_reason(item)),
+                     formal, _cell(ev.get("mechanism") or MISSING)])
     sweep = inp.ledger.get("sweep") or {}
     return ["## 3. Optimisation ledger", ""] + \
         _table(["item", "source", "status", "reason", "formal evidence", "mechanism"], rows) + \
@@ -122,7 +136,17 @@ def _terminal(inp: FinalInputs) -> list[str]:
             residual.append(f"- {c['case']}: {roof['reason']}")
     return ["## 5. Terminal evidence per P0 case", ""] + \
         _table(["case", "roofline", "fraction of roof", "binding roof", "pipeline", "scalar dominant"], rows) + \
+        _roof_sources(inp.terminal) + \
         ["### Residual bottlenecks", ""] + (residual or ["- none beyond the binding roof"]) + [""]
+
+
+def _roof_sources(terminal: dict[str, Any]) -> list[str]:
+    """Where each roof comes from: the platform file, each peak's status and its recorded source."""
+    plat = terminal["cases"][0]["roofline_terminal"].get("platform") or {}
+    status, source = plat.get("peak_status") or {}, plat.get("peak_source") or {}
+    path = (plat.get("file") or {}).get("path", MISSING)
+    return [f"Roof sources (platform `{plat.get('platform_id', MISSING)}`, file `{path}`):", ""] + \
+        [f"- `{key}`: {status[key]}; {_cell(source.get(key) or 'source not recorded')}" for key in sorted(status)] + [""]
 
 
 def render(inp: FinalInputs) -> str:
