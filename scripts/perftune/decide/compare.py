@@ -13,7 +13,8 @@ Decisions where DESIGN is silent (see also docs/statistics.md):
   the final round, and re-comparing an older round (cherry-picking) is refused.
 - A paired candidate round carries its own baseline samples: the speed-up, CI and verdict use the
   paired arms; the independent ``--baseline`` round is still cited (``baseline_collection_id``).
-- ``target_met`` per case and ``*_status`` use the point estimates: ``default`` =
+- ``target_met`` per case and ``*_status`` use the point estimates (a speed-up user target with an
+  ``inconclusive``/``insufficient`` target case is ``unproven``, never ``met``): ``default`` =
   ``golden_per_iteration_us / final_us >= 1.0`` over every P0 case; a user target
   (``speedup`` or ``golden_reference_ratio`` >= threshold) is judged over the target cases and
   takes precedence (``effective_target``). Any case in scope without valid evidence (or without a
@@ -138,9 +139,16 @@ def _status(values: list[float | None], threshold: float) -> str:
     return "met" if all(v >= threshold for v in values) else "not_met"
 
 
+UNPROVEN = ("inconclusive", "insufficient")
+
+
 def target_block(per_case: list[dict[str, Any]], user_target: Mapping[str, Any] | None,
                  golden_available: bool) -> dict[str, Any]:
-    """Default (golden) target, user target, effective target; sets ``target_met`` per case."""
+    """Default (golden) target, user target, effective target; sets ``target_met`` per case.
+
+    A ``speedup`` user target whose points all reach the threshold is ``unproven`` (not ``met``)
+    while any target case's verdict is ``inconclusive`` or ``insufficient``: its CI does not even
+    separate it from the baseline; those cases are listed as ``unproven_cases``."""
     threshold = protocol.DEFAULT_TARGET_THRESHOLD
     ratios = [row["golden_reference_ratio"] for row in per_case]
     valid = golden_available and all(r is not None for r in ratios)
@@ -156,8 +164,11 @@ def target_block(per_case: list[dict[str, Any]], user_target: Mapping[str, Any] 
         key = "speedup" if user_target["metric"] == "speedup" else "golden_reference_ratio"
         scope, limit = [row for row in per_case if row["target"]], float(user_target["threshold"])
         status = _status([row[key] for row in scope], limit)
-        block["user_target"] = {"metric": user_target["metric"], "threshold": limit, "status": status}
-        effective = {"source": "user", "metric": user_target["metric"], "threshold": limit, "status": status}
+        unproven = [row["case"] for row in scope if row["verdict"] in UNPROVEN] if key == "speedup" else []
+        status = "unproven" if status == "met" and unproven else status
+        extra = {"unproven_cases": unproven} if unproven else {}
+        block["user_target"] = {"metric": user_target["metric"], "threshold": limit, "status": status, **extra}
+        effective = {"source": "user", "metric": user_target["metric"], "threshold": limit, "status": status, **extra}
     for row in scope:
         row["target_met"] = None if row[key] is None else bool(row[key] >= limit)
     block["effective_target"] = effective

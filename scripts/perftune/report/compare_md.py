@@ -10,7 +10,7 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-from .text import MISSING, fmt, fmt_ci
+from .text import MISSING, fmt, fmt_ci, unproven_note
 
 
 def _row(cells: list[str]) -> str:
@@ -85,7 +85,7 @@ def _targets(perf: Mapping[str, Any]) -> list[str]:
         "",
         f"- Default target `{perf['default_target_metric']} >= {perf['default_target_threshold']}` over every P0 "
         f"case: **{perf['default_target_status']}** (valid_for_target_met: {'yes' if perf['valid_for_target_met'] else 'no'})",
-        f"- User target: {('`' + user['metric'] + ' >= ' + str(user['threshold']) + '` over the target cases: **' + user['status'] + '**') if user else 'none declared in SPEC.md'}",
+        f"- User target: {('`' + user['metric'] + ' >= ' + str(user['threshold']) + '` over the target cases: **' + user['status'] + '**' + unproven_note(user)) if user else 'none declared in SPEC.md'}",
         f"- Effective target ({eff['source']}): **{eff['status']}**",
         "- `golden_reference_ratio` = golden per-iteration time / final time is an ideal reference, "
         "**not** a baseline-to-final speed-up.",

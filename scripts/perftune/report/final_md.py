@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .text import MISSING, fmt, fmt_ci
+from .text import MISSING, fmt, fmt_ci, unproven_note
 
 
 @dataclass(frozen=True)
@@ -60,7 +60,8 @@ def _results(inp: FinalInputs) -> list[str]:
              f"**{perf['default_target_status']}**"
     user = perf.get("user_target")
     if user:
-        target += f"; user target ({user['metric']} ≥ {user['threshold']}): **{user['status']}** (takes precedence)"
+        target += (f"; user target ({user['metric']} ≥ {user['threshold']}): **{user['status']}**{unproven_note(user)} "
+                   "(takes precedence)")
     return ["## 2. Baseline vs final", "",
             f"Baseline round `{perf['baseline_collection_id']}`, final round `{perf['final_collection_id']}`"
             f"{' (paired, interleaved with the baseline snapshot)' if perf['paired'] else ''}.", ""] + \

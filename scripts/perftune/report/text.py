@@ -12,6 +12,12 @@ from typing import Any
 MISSING = "n/a"
 
 
+def unproven_note(user: dict | None) -> str:
+    """Why a speed-up target is ``unproven``: its inconclusive/insufficient target cases (else '')."""
+    cases = (user or {}).get("unproven_cases")
+    return f" (inconclusive or insufficient target cases: {', '.join(cases)}; points alone never meet it)" if cases else ""
+
+
 def fmt(value: Any, spec: str = ".4g") -> str:
     """A number with ``spec``; ``None`` is ``n/a`` (missing is never zero)."""
     if value is None:
@@ -83,7 +89,8 @@ def render_performance_log(perf: Mapping[str, Any]) -> str:
         f"ci={fmt_ci(suite['ci'])} geomean_speedup={fmt(suite['geomean_speedup'], '.4f')} ({suite['reason_code']})",
         f"default target: {perf['default_target_metric']} >= {perf['default_target_threshold']} over P0 cases: "
         f"{perf['default_target_status']} (valid_for_target_met={'yes' if perf['valid_for_target_met'] else 'no'})",
-        f"user target:    {user['metric'] + ' >= ' + str(user['threshold']) + ': ' + user['status'] if user else 'none'}",
+        f"user target:    {user['metric'] + ' >= ' + str(user['threshold']) + ': ' + user['status'] if user else 'none'}"
+        + unproven_note(user),
         "note: golden_reference_ratio is an ideal reference, NOT a baseline-to-final speed-up.",
         f"slower target cases: {', '.join(perf['slower_target_cases']) or 'none'}",
     ]
