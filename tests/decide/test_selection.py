@@ -171,3 +171,18 @@ def test_confirm_paired_compares_speedups_inside_each_round_so_drift_cancels():
     noisy = {c: list(80 * rng.lognormal(0, 0.05, 5)) for c in "abc"}
     wide = selection.confirm_paired(ranking, paired(const(100), noisy), man)
     assert wide["status"] == "unresolved" and wide["ratio_ci"][0] < 1 / 1.01 < wide["ratio_ci"][1]
+
+
+def test_process_groups_widen_the_score_ci_when_processes_differ():
+    # v1: every case measured by two processes whose levels differ by 6 %; the CI must resample them
+    two = [80.0, 80.1, 80.2, 85.0, 85.1, 85.2]
+    rounds = {"v0": const(100, n=6), "v1": {c: list(two) for c in ("a", "b", "c")}}
+    groups = {"v1": {c: [0, 0, 0, 1, 1, 1] for c in ("a", "b", "c")}}
+    pooled = selection.select(entries("v0", "v1"), rounds, make_manifest(aggregation="trimmed_mean"))
+    grouped = selection.select(entries("v0", "v1"), rounds, make_manifest(aggregation="trimmed_mean"), groups)
+    assert pooled == selection.select(entries("v0", "v1"), rounds, make_manifest(aggregation="trimmed_mean"), None)
+    assert row(grouped, "v1")["score"] == row(pooled, "v1")["score"]   # the point never depends on groups
+    width = lambda r: r["ci"][1] / r["ci"][0]  # noqa: E731
+    assert width(row(grouped, "v1")) > width(row(pooled, "v1"))
+    low, high = row(grouped, "v1")["ci"]
+    assert low == pytest.approx(100 / 85.1, rel=1e-3) and high == pytest.approx(100 / 80.1, rel=1e-3)
