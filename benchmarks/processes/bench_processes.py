@@ -7,7 +7,10 @@ repeats, 1 warm-up) is measured by the real cpu backend (``CpuBackend.run_case``
 every P of ``--processes``. The conditions are interleaved round by round (the order rotates each
 round), so the machine's load drifts over all of them alike. Comparison k of a condition compares
 its round k with its round k + N (N = ``--comparisons``): independent rounds half a run apart, as a
-baseline and a later candidate are. Every comparison uses the product's statistics
+baseline and a later candidate are ("apart"); the same rounds are also compared as neighbours in
+time, round 2k with round 2k + 1 ("adjacent"). On every second round each condition also collects
+one paired A/A round (``run_paired_case``: both arms the same code, interleaved inside each of the P
+processes), N paired comparisons. Every comparison uses the product's statistics
 (``stats.compare_samples`` with Bonferroni over the two target cases, ``stats.suite_score``) at the
 default band δ = 1 % and the demo's δ = 5 %, with the process groups (two-level CI) and, for
 contrast, without them (one-level CI on the same samples). Reported per condition: the share of
@@ -20,7 +23,7 @@ usage:
       [--warmup 1] [--comparisons 20] [--smoke]
 
 example:
-  python benchmarks/processes/bench_processes.py --out benchmarks/results   # ~20 min on 2 busy cores
+  python benchmarks/processes/bench_processes.py --out benchmarks/results   # ~17 min on 2 busy cores
 """
 
 from __future__ import annotations
@@ -64,58 +67,77 @@ def make_op(root: Path, repeats: int, warmup: int) -> Path:
     return op
 
 
-def measure_round(ctx, processes: int, scratch: Path) -> dict:
-    """One round of both cases with the repeats over ``processes`` processes: samples, groups, wall time."""
+def measure_round(ctx, processes: int, scratch: Path, partner: Path | None = None) -> dict:
+    """One round of both cases with the repeats over ``processes`` processes: samples, groups, wall
+    time; with ``partner`` (a saved copy of the runner) a paired round, the copy as baseline arm."""
     spec = dataclasses.replace(ctx.spec, processes=processes)
     began, cases = time.perf_counter(), {}
     for case in ctx.manifest.cases:
         folder = Path(tempfile.mkdtemp(dir=scratch))
-        results = ctx.backend.run_case(spec, case, folder)
+        if partner is None:
+            results, base = ctx.backend.run_case(spec, case, folder), None
+        else:
+            results, base, _order = ctx.backend.run_paired_case(spec, dataclasses.replace(spec, runner=partner),
+                                                                case, folder)
         cases[case.id] = {"samples_us": [r.duration_us for r in results], "processes": [r.process for r in results]}
+        if base is not None:
+            cases[case.id]["baseline_samples_us"] = [r.duration_us for r in base]
         shutil.rmtree(folder)
     return {"wall_s": time.perf_counter() - began, "cases": cases}
 
 
-def judge(a: dict, b: dict, decision, aggregation: str, grouped: bool) -> dict:
-    """Per-case verdicts and whether the suite CI excludes 1, for baseline round ``a`` vs candidate ``b``."""
-    arms = {c: (a["cases"][c]["samples_us"], b["cases"][c]["samples_us"],
-                a["cases"][c]["processes"] if grouped else None, b["cases"][c]["processes"] if grouped else None)
-            for c in CASES}
-    verdicts = [stats.compare_samples(x, y, decision, aggregation=aggregation, family_size=len(CASES),
-                                      groups_b=gx, groups_c=gy).verdict for x, y, gx, gy in arms.values()]
-    suite = stats.suite_score(arms, list(CASES), decision, aggregation=aggregation)
+def judge(a: dict, b: dict | None, decision, aggregation: str, grouped: bool) -> dict:
+    """Per-case verdicts and whether the suite CI excludes 1: baseline round ``a`` vs candidate ``b``,
+    or (``b`` None) the two arms of the paired round ``a``."""
+    def arms_of(c: str) -> tuple:
+        x, y = (a["cases"][c]["baseline_samples_us"], a["cases"][c]) if b is None else (a["cases"][c]["samples_us"],
+                                                                                        b["cases"][c])
+        gx = a["cases"][c]["processes"] if grouped else None
+        return x, y["samples_us"], gx, y["processes"] if grouped else None
+    arms = {c: arms_of(c) for c in CASES}
+    verdicts = [stats.compare_samples(x, y, decision, paired=b is None, aggregation=aggregation,
+                                      family_size=len(CASES), groups_b=gx, groups_c=gy).verdict
+                for x, y, gx, gy in arms.values()]
+    suite = stats.suite_score(arms, list(CASES), decision, paired=b is None, aggregation=aggregation)
     return {"verdicts": verdicts, "suite_excludes_1": suite.ci_low > 1 or suite.ci_high < 1}
 
 
-def analyse(rounds: dict[int, list[dict]], n: int, decision, aggregation: str) -> list[dict]:
+KINDS = {"independent, apart": lambda s, k, n: (s[k], s[k + n]),
+         "independent, adjacent": lambda s, k, n: (s[2 * k], s[2 * k + 1])}
+
+
+def analyse(rounds: dict[int, list[dict]], paired: dict[int, list[dict]], n: int, decision, aggregation: str) -> list[dict]:
     rows = []
     base_wall = statistics.median(r["wall_s"] for r in rounds[min(rounds)])
     for processes, series in rounds.items():
-        wall = statistics.median(r["wall_s"] for r in series)
-        for delta in BANDS:
-            rule = dataclasses.replace(decision, noise_band=delta)
-            for grouped in (True, False):
+        for kind in list(KINDS) + ["paired"]:
+            walls = [r["wall_s"] for r in (paired[processes] if kind == "paired" else series)]
+            for delta, grouped in ((d, g) for d in BANDS for g in (True, False)):
                 if grouped is False and processes == 1:
                     continue  # one process: the two CIs are the same
-                judged = [judge(series[k], series[k + n], rule, aggregation, grouped) for k in range(n)]
+                rule = dataclasses.replace(decision, noise_band=delta)
+                judged = [judge(paired[processes][k], None, rule, aggregation, grouped) if kind == "paired" else
+                          judge(*KINDS[kind](series, k, n), rule, aggregation, grouped) for k in range(n)]
                 verdicts = [v for j in judged for v in j["verdicts"]]
                 rows.append({
-                    "processes": processes, "delta": delta,
+                    "processes": processes, "kind": kind, "delta": delta,
                     "ci": "two_level" if grouped and processes > 1 else "one_level",
                     "comparisons": n, "case_verdicts": len(verdicts),
                     "false_faster": verdicts.count("faster") / len(verdicts),
                     "false_slower": verdicts.count("slower") / len(verdicts),
                     "equivalent": verdicts.count("equivalent") / len(verdicts),
                     "suite_ci_excludes_1": sum(j["suite_excludes_1"] for j in judged) / n,
-                    "median_round_wall_s": wall, "wall_vs_min_processes": wall / base_wall})
+                    "median_round_wall_s": statistics.median(walls),
+                    "wall_vs_min_processes": statistics.median(walls) / base_wall})
     return rows
 
 
 def table(rows: list[dict]) -> str:
-    out = ["| processes × repeats | δ | CI | case verdicts | false `faster` | false `slower` | suite CI excludes 1 "
-           "| round wall s (× P=1) |", "|---|---|---|---|---|---|---|---|"]
+    out = ["| rounds | processes × repeats | δ | CI | case verdicts | false `faster` | false `slower` "
+           "| suite CI excludes 1 | round wall s (× independent P=1) |", "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        out.append(f"| {r['processes']} × {r['repeats_per_process']} | {r['delta']:.0%} | {r['ci']} | {r['case_verdicts']} | "
+        out.append(f"| {r['kind']} | {r['processes']} × {r['repeats_per_process']} | {r['delta']:.0%} | {r['ci']} | "
+                   f"{r['case_verdicts']} | "
                    f"{r['false_faster']:.1%} | {r['false_slower']:.1%} | {r['suite_ci_excludes_1']:.1%} | "
                    f"{r['median_round_wall_s']:.1f} ({r['wall_vs_min_processes']:.2f}×) |")
     return "\n".join(out)
@@ -140,21 +162,28 @@ def main() -> int:
     load_before, began = os.getloadavg(), time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="bench_processes_") as tmp:
         ctx = collect.prepare(make_op(Path(tmp), args.repeats, args.warmup), collect.Overrides())
+        partner = Path(tmp) / "v000" / ctx.spec.runner.name
+        partner.parent.mkdir()
+        shutil.copy2(ctx.spec.runner, partner)  # the same code as the baseline arm (A/A)
         rounds: dict[int, list[dict]] = {p: [] for p in sorted(args.processes)}
+        paired: dict[int, list[dict]] = {p: [] for p in sorted(args.processes)}
         conditions = sorted(args.processes)
         for index in range(2 * args.comparisons):
             shift = index % len(conditions)
             for processes in conditions[shift:] + conditions[:shift]:
                 rounds[processes].append(measure_round(ctx, processes, Path(tmp)))
+                if index % 2:
+                    paired[processes].append(measure_round(ctx, processes, Path(tmp), partner))
             print(f"round {index + 1}/{2 * args.comparisons} done, load {os.getloadavg()[0]:.1f}", file=sys.stderr)
         decision, aggregation = ctx.protocol.decision, ctx.protocol.aggregation
-    rows = analyse(rounds, args.comparisons, decision, aggregation)
+    rows = analyse(rounds, paired, args.comparisons, decision, aggregation)
     for row in rows:
         row["repeats_per_process"] = args.repeats // row["processes"]
     result = {"cases": list(CASES), "repeats": args.repeats, "warmup": args.warmup, "aggregation": aggregation,
               "comparisons": args.comparisons, "load_before": list(load_before), "load_after": list(os.getloadavg()),
               "cpu_count": os.cpu_count(), "total_s": time.perf_counter() - began, "rows": rows,
-              "rounds": {str(p): r for p, r in rounds.items()}}
+              "rounds": {str(p): r for p, r in rounds.items()},
+              "paired_rounds": {str(p): r for p, r in paired.items()}}
     args.out.mkdir(parents=True, exist_ok=True)
     name = "processes_smoke.json" if args.smoke else "processes.json"
     (args.out / name).write_text(json.dumps(result, indent=1, sort_keys=True) + "\n", encoding="utf-8")
