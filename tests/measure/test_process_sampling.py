@@ -64,6 +64,9 @@ def test_two_processes_are_two_groups_in_the_evidence_and_compare_uses_two_level
     assert perf["protocol"]["processes"] == 2
     assert {(r["ci_method"], r["n_processes"]) for r in perf["per_case"]} == {("two_level_bootstrap", 2)}
     assert perf["suite"]["reason_code"] == "two_level_bootstrap"
+    log = (op_dir / "performance.log").read_text()          # the reports say which CI decided
+    assert "processes=2" in log and "ci=two_level_bootstrap" in log
+    assert "CI `two_level_bootstrap`" in (op_dir / "perf_report.md").read_text()
 
 
 def test_paired_round_interleaves_per_process_with_the_round_wide_arm_order(op_dir):
