@@ -33,12 +33,20 @@ def test_roofline_names_the_source_of_each_roof(tmp_path):
     platform = {"platform_id": "cpu-x", "file": {"path": "docs/perf/platform_cpu.json"},
                 "peak_status": {"arithmetic_ops_per_s": "measured", "memory_bytes_per_s": "unverified_external"}}
     sources = final_report.roof_sources(platform)
-    assert sources == ("docs/perf/platform_cpu.json peaks.arithmetic_ops_per_s, measured",
-                       "docs/perf/platform_cpu.json peaks.memory_bytes_per_s, unverified_external")
+    assert sources == ("docs/perf/platform_cpu.json peaks.arithmetic_ops_per_s measured",
+                       "docs/perf/platform_cpu.json peaks.memory_bytes_per_s unverified_external")
     final_plots.roofline(["a"], [0.5], [1.0], 10.0, 4.0, tmp_path / "r.png", "roof", sources=sources)
-    (label,) = _legend(plots.LAST_FIGURE[0].axes[0])
-    assert "compute 10.0 Gop/s (docs/perf/platform_cpu.json peaks.arithmetic_ops_per_s, measured)" in label
-    assert "bandwidth 4.0 GB/s (docs/perf/platform_cpu.json peaks.memory_bytes_per_s, unverified_external)" in label
+    ax = plots.LAST_FIGURE[0].axes[0]
+    (label,) = _legend(ax)
+    label = " ".join(label.split())                            # wrapped lines joined
+    assert "compute 10.0 Gop/s, work-weighted for the first case (docs/perf/platform_cpu.json " \
+           "peaks.arithmetic_ops_per_s measured)" in label
+    assert "bandwidth 4.0 GB/s (docs/perf/platform_cpu.json peaks.memory_bytes_per_s unverified_external)" in label
+    legend_box = ax.get_legend().get_window_extent()
+    assert legend_box.y1 < ax.get_window_extent().y0          # below the axes: never over a case
+    platform["peak_status"]["transcendental_ops_per_s"] = "measured"
+    assert "peaks.arithmetic_ops_per_s measured, peaks.transcendental_ops_per_s measured" in \
+        final_report.roof_sources(platform)[0]
     final_plots.roofline(["a"], [0.5], [1.0], 10.0, 4.0, tmp_path / "r2.png", "roof")
     assert "source not recorded" in _legend(plots.LAST_FIGURE[0].axes[0])[0]
 
@@ -53,12 +61,16 @@ def _item(**kw) -> dict:
 def test_ledger_cells_are_whole_and_the_reason_is_never_empty():
     mechanism = "narrows the accumulators to float32 " * 6 + "(the end of the sentence)"
     ledger = {"items": [_item(), _item(item_id="kb-a", status="rejected", reason_code="no_stable_gain",
-                                       evidence={"formal": ["round_003"], "mechanism": mechanism + "\nline two"})],
+                                       evidence={"formal": ["round_003"], "mechanism": mechanism + "\nline two"}),
+                        _item(item_id="kb-b", status="already_implemented",
+                              applicability={"state": "to_be_proven", "grounds": ""},
+                              history=[{"note": "opened"}, {"note": "the kernel already writes out in place"}])],
               "sweep": {}}
     inputs = final_md.FinalInputs("t", {}, {}, {}, ledger, None, None, [], {})
-    rows = [line for line in final_md._ledger(inputs) if line.startswith("| general-07") or line.startswith("| kb-a")]
+    rows = [line for line in final_md._ledger(inputs) if line.startswith(("| general-07", "| kb-a", "| kb-b"))]
     assert "| not_applicable: no loop \\| nothing to hoist |" in rows[0]
     assert "(the end of the sentence) line two |" in rows[1] and "| no_stable_gain |" in rows[1]
+    assert "| the kernel already writes out in place |" in rows[2]   # the closing note, never an empty cell
     assert all(row.count(" | ") == 5 for row in (r.replace("\\|", "") for r in rows))  # six cells, pipes escaped
 
 

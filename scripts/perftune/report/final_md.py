@@ -77,12 +77,16 @@ def _cell(text: str) -> str:
 
 
 def _reason(item: dict[str, Any]) -> str:
-    """Why the item ended where it did: its reason code, else its applicability and grounds."""
+    """Why the item ended where it did: its reason code, else its applicability grounds, else the
+    note of its last status change."""
     if item.get("reason_code"):
         return item["reason_code"]
     state = (item.get("applicability") or {}).get("state")
     grounds = (item.get("applicability") or {}).get("grounds")
-    return f"{state}: {grounds}" if state and grounds else MISSING
+    if state and grounds:
+        return f"{state}: {grounds}"
+    notes = [h.get("note") for h in item.get("history") or [] if h.get("note")]
+    return notes[-1] if notes else MISSING
 
 
 def _ledger(inp: FinalInputs) -> list[str]:

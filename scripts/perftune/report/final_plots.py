@@ -5,6 +5,7 @@ Each function takes plain data and an output path, writes a PNG (Agg) and return
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -75,13 +76,15 @@ def roofline(cases: Sequence[str], intensity: Sequence[float], attained_gops: Se
     """Log-log roofline: min(peak compute, intensity × bandwidth) and each case's attained rate;
     ``sources`` names where the compute and the bandwidth peak come from (legend)."""
     import numpy as np
-    fig, ax = plt.subplots(figsize=(7.5, 4.6))
+    fig, ax = plt.subplots(figsize=(7.5, 5.2))
     lo = min([i for i in intensity if i > 0] + [0.01]) / 4
     hi = max(list(intensity) + [peak_gops / peak_gbs]) * 4
     x = np.logspace(np.log10(lo), np.log10(hi), 200)
     compute, memory = sources or ("source not recorded", "source not recorded")
     ax.loglog(x, np.minimum(peak_gops, x * peak_gbs), color="black", lw=1.5,
-              label=f"roof: compute {peak_gops:.1f} Gop/s ({compute});\nbandwidth {peak_gbs:.1f} GB/s ({memory})")
+              label="\n".join(textwrap.wrap(f"roof: compute {peak_gops:.1f} Gop/s, work-weighted for the first "
+                                             f"case ({compute});", 95)
+                               + textwrap.wrap(f"bandwidth {peak_gbs:.1f} GB/s ({memory})", 95)))
     for name, ai, rate in zip(cases, intensity, attained_gops):
         if rate is None or ai <= 0:
             continue
@@ -90,6 +93,7 @@ def roofline(cases: Sequence[str], intensity: Sequence[float], attained_gops: Se
     ax.set_xlabel("arithmetic intensity (ops / necessary byte)")
     ax.set_ylabel("attained rate (Gop/s)")
     ax.set_title(title)
-    ax.legend(loc="lower right", fontsize=8)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), fontsize=8)  # below: never over a case
     ax.grid(which="both", alpha=0.25)
+    fig.tight_layout()
     return _save(fig, out_path)

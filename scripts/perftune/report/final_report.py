@@ -55,11 +55,14 @@ def evidence_paths(root: Path) -> list[str]:
 
 
 def roof_sources(platform: dict | None) -> tuple[str, str]:
-    """Where the compute and the bandwidth roof come from: the platform file's peak and its status."""
+    """Where the compute and the bandwidth roof come from: the platform file's peaks and their status
+    (compute: every peak but the bandwidth one, e.g. arithmetic and transcendental)."""
     plat = platform or {}
     path, status = (plat.get("file") or {}).get("path", "platform file not recorded"), plat.get("peak_status") or {}
-    return tuple(f"{path} peaks.{key}, {status.get(key, 'status not recorded')}"
-                 for key in ("arithmetic_ops_per_s", "memory_bytes_per_s"))
+    memory = "memory_bytes_per_s"
+    compute = [k for k in sorted(status) if k != memory] or ["arithmetic_ops_per_s"]
+    return (f"{path} " + ", ".join(f"peaks.{k} {status.get(k, 'status not recorded')}" for k in compute),
+            f"{path} peaks.{memory} {status.get(memory, 'status not recorded')}")
 
 
 def _figures(root: Path, task: str, selection: dict | None, terminal: dict | None) -> dict[str, str]:
