@@ -173,16 +173,33 @@ def test_confirm_paired_compares_speedups_inside_each_round_so_drift_cancels():
     assert wide["status"] == "unresolved" and wide["ratio_ci"][0] < 1 / 1.01 < wide["ratio_ci"][1]
 
 
-def test_process_groups_widen_the_score_ci_when_processes_differ():
-    # v1: every case measured by two processes whose levels differ by 6 %; the CI must resample them
-    two = [80.0, 80.1, 80.2, 85.0, 85.1, 85.2]
-    rounds = {"v0": const(100, n=6), "v1": {c: list(two) for c in ("a", "b", "c")}}
-    groups = {"v1": {c: [0, 0, 0, 1, 1, 1] for c in ("a", "b", "c")}}
-    pooled = selection.select(entries("v0", "v1"), rounds, make_manifest(aggregation="trimmed_mean"))
-    grouped = selection.select(entries("v0", "v1"), rounds, make_manifest(aggregation="trimmed_mean"), groups)
-    assert pooled == selection.select(entries("v0", "v1"), rounds, make_manifest(aggregation="trimmed_mean"), None)
-    assert row(grouped, "v1")["score"] == row(pooled, "v1")["score"]   # the point never depends on groups
-    width = lambda r: r["ci"][1] / r["ci"][0]  # noqa: E731
-    assert width(row(grouped, "v1")) > width(row(pooled, "v1"))
-    low, high = row(grouped, "v1")["ci"]
-    assert low == pytest.approx(100 / 85.1, rel=1e-3) and high == pytest.approx(100 / 80.1, rel=1e-3)
+def test_paired_versions_are_scored_by_a_chain_of_paired_comparisons_never_against_the_drifted_baseline():
+    man = make_manifest(noise_band=0.05)
+    # the machine got 40 % slower after the baseline round: v1's own arm alone would look 1.07x slower
+    rounds = {"v0": const(100), "v1": const(107), "v2": const(71.3)}
+    links = {"v1": paired(const(140), const(107)), "v2": paired(const(107), const(71.3))}
+    result = selection.select([Entry("v0", 0), Entry("v1", 1, partner="v0"), Entry("v2", 2, partner="v1")],
+                              rounds, man, links)
+    assert row(result, "v1")["score"] == pytest.approx(140 / 107) and row(result, "v1")["eligible"]
+    assert row(result, "v2")["score"] == pytest.approx(140 / 71.3)  # (140/107) * (107/71.3)
+    assert row(result, "v2")["protocol"] == "paired chain v0 > v1 > v2" and result["chosen"] == "v2"
+    assert row(result, "v0")["protocol"] == "baseline"
+    independent = selection.select(entries("v0", "v1"), rounds, man)  # the same samples, unpaired: drift wins
+    assert row(independent, "v1")["protocol"] == "independent vs v0 > v1"
+    assert not row(independent, "v1")["eligible"] and "would_fail_gate" in row(independent, "v1")["ineligible_reason"]
+
+
+def test_a_chain_that_proves_a_case_slower_fails_the_gate_and_a_partner_must_come_first():
+    man = make_manifest(noise_band=0.05)
+    rounds = {"v0": const(100), "v1": const(50), "v2": const(50)}
+    links = {"v1": paired(const(100), const(50)),
+             "v2": {"a": ([50.0] * 5, [120.0] * 5), "b": ([50.0] * 5, [25.0] * 5), "c": ([50.0] * 5, [50.0] * 5)}}
+    result = selection.select([Entry("v0", 0), Entry("v1", 1, partner="v0"), Entry("v2", 2, partner="v1")],
+                              rounds, man, links)
+    # v2's case a: 2.0 * 50/120 = 0.83x of the baseline: slower through the chain, although b is 4x faster
+    assert row(result, "v2")["ineligible_reason"] == "would_fail_gate: slower target cases ['a']"
+    with pytest.raises(ValueError, match="not an earlier version"):
+        selection.select([Entry("v0", 0), Entry("v1", 1, partner="v2"), Entry("v2", 2)], rounds, man, links)
+    band = make_manifest(method="relative_band", noise_band=0.05)
+    assert row(selection.select([Entry("v0", 0), Entry("v1", 1, partner="v0")], rounds, band, links),
+               "v1")["score"] == pytest.approx(2.0)

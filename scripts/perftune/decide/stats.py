@@ -144,15 +144,6 @@ def ci_method(groups_b: Sequence[int] | None, groups_c: Sequence[int] | None) ->
     return "two_level_bootstrap" if many else "bootstrap"
 
 
-def resample(values: np.ndarray, groups: Sequence[int] | None, resamples: int,
-             rng: np.random.Generator) -> np.ndarray:
-    """(resamples, n) bootstrap draws of one arm: two-level over ≥ 2 processes, else repeats in
-    recorded order (the selection's stream, unchanged for rounds of one process)."""
-    if groups is None or len(set(groups)) < 2:
-        return values[rng.integers(0, values.size, size=(resamples, values.size))]
-    return _draw(_grouped(values, groups), resamples, rng)
-
-
 def _draw(matrix: np.ndarray, resamples: int, rng: np.random.Generator) -> np.ndarray:
     """Two-level bootstrap indices → (resamples, processes*repeats) resampled values."""
     g, n = matrix.shape

@@ -30,7 +30,7 @@ from typing import Any
 
 from .. import fsio
 from ..contract import manifest as manifest_mod
-from ..contract import protocol
+from ..contract import op_name, protocol
 from ..decide import candidates, stats
 from ..errors import ContractError, PerftuneError
 from ..measure import attestation, collect, evidence, probes
@@ -167,8 +167,8 @@ def run(op_dir: Path, man: manifest_mod.Manifest, perf: dict[str, Any], base: ev
             attempts.append(row)
             if miss is None:
                 break
-        gap = probes.run(op_dir, ctx.spec.runner, ctx.manifest_path, case.id, ctx.spec.op_name, mode="gap",
-                         paired_runner=base_spec.runner, calls=GAP_CALLS, device_id=ctx.spec.device_id)
+        gap = probes.run(op_dir, ctx.spec.runner, ctx.manifest_path, case.id, op_name.python_op(man) or "-",
+                         mode="gap", paired_runner=base_spec.runner, calls=GAP_CALLS, device_id=ctx.spec.device_id)
         fsio.write_json(case_dir / "gap.json", gap)
         figures, moved = moved_work(gap)
         if miss:
