@@ -128,8 +128,9 @@ def moved_work(gap: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
 def _attempt(ctx, base_spec, case, case_dir: Path, delivered: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
     cand, basel, _order = collect._paired_case(ctx, base_spec, case, case_dir)
     final_us = [r.duration_us for r in cand]
+    groups = [r.process for r in cand] if all(r.process is not None for r in cand) else None
     again = stats.compare_samples([r.duration_us for r in basel], final_us, ctx.protocol.decision, paired=True,
-                                  aggregation=ctx.protocol.aggregation)
+                                  aggregation=ctx.protocol.aggregation, groups_b=groups, groups_c=groups)
     miss = reproduction_problem(delivered, again, final_us)
     return {"speedup": again.point, "speedup_ci": [again.ci_low, again.ci_high], "verdict": again.verdict,
             "baseline_samples_us": [r.duration_us for r in basel], "final_samples_us": final_us,
