@@ -5,7 +5,8 @@ depends on numbers an agent wrote: P4 recomputes ``performance.json`` from the r
 rounds (``compare.load_formal``) and compares, P6 recomputes the target status, P7 recomputes the
 ledger closure and the best-version choice. Category mapping (docs/stage5-check.md):
 
-- missing/corrupt/contradictory frozen input (manifest, SPEC coverage, golden binding) →
+- missing/corrupt/contradictory frozen input (manifest, SPEC coverage, golden binding, the frozen-input
+  record and manifest replacements, :mod:`.contract_history`) →
   ``stage5_contract_blocked``; a dispatch target that differs from the frozen one → ``dispatch_invalid``;
 - missing or empty deliverable files (P1) → ``missing_file``;
 - stitched, reused, tampered or non-recomputable evidence (P1 citations, P3, P4, P6, P8) →
