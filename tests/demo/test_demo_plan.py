@@ -72,13 +72,3 @@ def test_summary_and_its_lines():
     text = "\n".join(demo_plan.summary_lines(result))
     assert "c0" in text and "2.000  [1.900, 2.100]  faster" in text
     assert "chosen version: v2 (top)" in text and "Stage 5 verification PASSED." in text
-
-
-def test_an_experiment_runs_only_on_its_declared_parent():
-    plan = demo_plan.parse_plan(PLAN)
-    demo_plan.check_parent(plan, 0, "v000", "variants.json")
-    demo_plan.check_parent(plan, 1, "v1_fp32_accum", "variants.json")
-    with pytest.raises(ContractError, match=r"variants\[1\]\.parent: 'v1_fp32_accum' is not the current best 'v000'"):
-        demo_plan.check_parent(plan, 1, "v000", "variants.json")
-    with pytest.raises(ContractError, match=r"variants\[3\]\.parent: 'v2_inplace' is not the current best 'v3_row_blocks'"):
-        demo_plan.check_parent(plan, 3, "v3_row_blocks", "variants.json")

@@ -4,7 +4,7 @@ The plan is the operator folder's ``variants/variants.json`` (docs/operator-form
 (what the dispatch and the engineer decide before freezing: backend, op name, target case ids or
 ``all_p0``, selection mode, warm-up, repeats, noise band), optional ``golden`` (function, factory),
 ``variants[]`` (one experiment per version: ``version_id, parent, item_id, source_kind,
-hypothesis, expected_metric``; ``parent`` must be the current best when it runs, :func:`check_parent`), ``closures[]`` (items closed without an experiment: a status with
+hypothesis, expected_metric``), ``closures[]`` (items closed without an experiment: a status with
 its note/grounds, or ``same_as`` another item's conclusion and evidence) and ``sweep`` (scope and
 findings of the final candidate sweep). It stands in for the agent's judgement, nothing else.
 
@@ -134,18 +134,6 @@ def _golden(raw: Any, source: str) -> dict[str, str]:
     if not isinstance(raw, dict):
         raise ContractError(source, "golden", "is not an object", "give function and factory")
     return {key: _field(raw, key, source, "golden") for key in ("function", "factory") if key in raw}
-
-
-def check_parent(plan: Plan, index: int, best: str, source: str) -> None:
-    """An experiment's ``parent`` must be the current best when it runs (the SKILL edits the current
-    best; a variant folder holds the parent's code plus one change). Otherwise the variant would be
-    measured against another base and credit its item with the gain (or loss) of its parent's change."""
-    exp = plan.experiments[index]
-    if exp.parent != best:
-        raise ContractError(source, f"variants[{index}].parent", f"{exp.parent!r} is not the current best {best!r} "
-                            f"when {exp.version_id} runs (its code extends {exp.parent}, which was not accepted or "
-                            "was overtaken)", f"write {exp.version_id} on {best} and set parent to {best!r}, or "
-                            "order the variants so each extends the best before it")
 
 
 def unplanned(plan: Plan, ledger_items: list[str]) -> list[str]:
