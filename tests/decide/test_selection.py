@@ -171,3 +171,35 @@ def test_confirm_paired_compares_speedups_inside_each_round_so_drift_cancels():
     noisy = {c: list(80 * rng.lognormal(0, 0.05, 5)) for c in "abc"}
     wide = selection.confirm_paired(ranking, paired(const(100), noisy), man)
     assert wide["status"] == "unresolved" and wide["ratio_ci"][0] < 1 / 1.01 < wide["ratio_ci"][1]
+
+
+def test_paired_versions_are_scored_by_a_chain_of_paired_comparisons_never_against_the_drifted_baseline():
+    man = make_manifest(noise_band=0.05)
+    # the machine got 40 % slower after the baseline round: v1's own arm alone would look 1.07x slower
+    rounds = {"v0": const(100), "v1": const(107), "v2": const(71.3)}
+    links = {"v1": paired(const(140), const(107)), "v2": paired(const(107), const(71.3))}
+    result = selection.select([Entry("v0", 0), Entry("v1", 1, partner="v0"), Entry("v2", 2, partner="v1")],
+                              rounds, man, links)
+    assert row(result, "v1")["score"] == pytest.approx(140 / 107) and row(result, "v1")["eligible"]
+    assert row(result, "v2")["score"] == pytest.approx(140 / 71.3)  # (140/107) * (107/71.3)
+    assert row(result, "v2")["protocol"] == "paired chain v0 > v1 > v2" and result["chosen"] == "v2"
+    assert row(result, "v0")["protocol"] == "baseline"
+    independent = selection.select(entries("v0", "v1"), rounds, man)  # the same samples, unpaired: drift wins
+    assert row(independent, "v1")["protocol"] == "independent vs v0 > v1"
+    assert not row(independent, "v1")["eligible"] and "would_fail_gate" in row(independent, "v1")["ineligible_reason"]
+
+
+def test_a_chain_that_proves_a_case_slower_fails_the_gate_and_a_partner_must_come_first():
+    man = make_manifest(noise_band=0.05)
+    rounds = {"v0": const(100), "v1": const(50), "v2": const(50)}
+    links = {"v1": paired(const(100), const(50)),
+             "v2": {"a": ([50.0] * 5, [120.0] * 5), "b": ([50.0] * 5, [25.0] * 5), "c": ([50.0] * 5, [50.0] * 5)}}
+    result = selection.select([Entry("v0", 0), Entry("v1", 1, partner="v0"), Entry("v2", 2, partner="v1")],
+                              rounds, man, links)
+    # v2's case a: 2.0 * 50/120 = 0.83x of the baseline: slower through the chain, although b is 4x faster
+    assert row(result, "v2")["ineligible_reason"] == "would_fail_gate: slower target cases ['a']"
+    with pytest.raises(ValueError, match="not an earlier version"):
+        selection.select([Entry("v0", 0), Entry("v1", 1, partner="v2"), Entry("v2", 2)], rounds, man, links)
+    band = make_manifest(method="relative_band", noise_band=0.05)
+    assert row(selection.select([Entry("v0", 0), Entry("v1", 1, partner="v0")], rounds, band, links),
+               "v1")["score"] == pytest.approx(2.0)

@@ -208,3 +208,19 @@ def test_the_same_code_is_recorded_once_and_a_re_measurement_supersedes_it(work)
     rows = {r["version_id"]: r for r in chosen["candidates"]}
     assert not rows["v1"]["eligible"] and "superseded by v1b" in rows["v1"]["ineligible_reason"]
     assert rows["v1b"]["eligible"] and chosen["chosen"] in ("v0", "v1b")
+
+
+def test_a_version_paired_with_code_that_is_no_recorded_version_never_ranks(work, tmp_path):
+    op, _ = work  # the current code is v1; a new v2 is "paired" with a slowed copy that was never recorded
+    slow = tmp_path / "slow"
+    slow.mkdir()
+    text = (op / "docs/perf/versions/v0/test_softmax.py").read_text()
+    (slow / "test_softmax.py").write_text(text.replace(FP32, FP64).replace(FP64, FP64 + "; xf = xf + 0.0"))
+    set_kernel(op, FP32, "xf = x.astype(np.float32)  # v2")
+    v2_run = correctness_run(op)
+    ok("collect_perf.py", "formal", "--op-dir", op, "--paired-with", slow)
+    ok("select_best.py", "record", "--op-dir", op, "--version-id", "v2", "--round", "round_004", "--items",
+       "general-18", "--correctness", v2_run, "--compliance", "PASS")
+    out = json.loads(run_script("select_best.py", "choose", "--op-dir", op, "--json").stdout)
+    v2 = next(c for c in out["candidates"] if c["version_id"] == "v2")
+    assert not v2["eligible"] and "paired_partner_unknown" in v2["ineligible_reason"] and out["chosen"] != "v2"

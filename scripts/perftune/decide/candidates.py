@@ -207,13 +207,12 @@ def _copy_problem(op_dir: Path, cand: dict) -> str | None:
     return None
 
 
-def _evidence(op_dir: Path, cand: dict) -> tuple[dict | None, str | None]:
-    """(samples per case recomputed from raw files, ineligibility problem) of one candidate."""
+def _evidence(op_dir: Path, cand: dict) -> tuple[Any, str | None]:
+    """(the round recomputed from raw files, ineligibility problem) of one candidate."""
     try:
         rnd = evidence.load_round(op_dir, cand["formal_collection_id"])
     except ContractError as exc:
         return None, f"round_invalid: {exc.problem}"
-    samples = {cid: case.samples_us for cid, case in rnd.cases.items()}
     problems = [
         "code_hash_mismatch: round measured other code" if rnd.collection["executable_sha256"] != cand["executable_sha256"] else None,
         _correctness_problem(op_dir, cand["correctness"]["run_id"], cand["executable_sha256"]),
@@ -221,7 +220,7 @@ def _evidence(op_dir: Path, cand: dict) -> tuple[dict | None, str | None]:
         "kb_gaps_open" if cand["kb_gaps_open"] else None,
         _copy_problem(op_dir, cand)]
     found = [p for p in problems if p]
-    return samples, "; ".join(found) if found else None
+    return rnd, "; ".join(found) if found else None
 
 
 def rank(op_dir: str | Path) -> dict[str, Any]:
@@ -231,20 +230,29 @@ def rank(op_dir: str | Path) -> dict[str, Any]:
     register = load_candidates(root)
     if not register["candidates"]:
         raise ContractError(paths(root)[0], "candidates", "is empty", "record the baseline first")
-    rounds, entries, gone = {}, [], superseded(register)
+    rounds, links, entries, gone = {}, {}, [], superseded(register)
     for cand in register["candidates"]:
-        samples, problem = _evidence(root, cand)
+        rnd, problem = _evidence(root, cand)
         if cand["version_id"] in gone:
             problem = "; ".join(filter(None, [f"superseded by {gone[cand['version_id']]} (re-measured)", problem]))
-        if samples is not None:
-            rounds[cand["version_id"]] = samples
-        entries.append(selection.Entry(cand["version_id"], cand["evaluation_order"], problem))
+        partner = None
+        if rnd is not None:
+            rounds[cand["version_id"]] = {cid: case.samples_us for cid, case in rnd.cases.items()}
+            if rnd.paired and cand["evaluation_order"] > 0:
+                partner, links[cand["version_id"]] = confirm_partner(register, cand, rnd), _arms(rnd)
+                if partner is None:
+                    problem = "; ".join(filter(None, [problem, "paired_partner_unknown: the ranking round's partner "
+                                                      "code is no recorded version"]))
+        entries.append(selection.Entry(cand["version_id"], cand["evaluation_order"], problem, partner))
     base = register["candidates"][0]
     if base["version_id"] not in rounds:
         raise ContractError(paths(root)[0], "candidates[0]", f"baseline round {base['formal_collection_id']} "
                             "is not loadable", "the frozen baseline must stay on disk")
     man, _ = calibration.apply(root, man)
-    result = selection.select(entries, rounds, man)
+    try:
+        result = selection.select(entries, rounds, man, links)
+    except ValueError as exc:
+        raise ContractError(paths(root)[0], "candidates", str(exc), "record versions in round order") from None
     result["inputs"] = {"candidates": fsio.file_record(paths(root)[0], root),
                         "manifest": fsio.file_record(root / protocol.MANIFEST_NAME, root),
                         "rounds": {c["version_id"]: c["formal_collection_id"] for c in register["candidates"]}}
@@ -254,15 +262,15 @@ def rank(op_dir: str | Path) -> dict[str, Any]:
 
 
 def confirm_partner(register: dict, cand: dict, rnd: Any) -> str | None:
-    """The version a confirm round of ``cand`` is paired with: the partner of its paired ranking round
-    (by code); the baseline itself for the baseline (A/A); None (an independent round) for another
-    version ranked on an independent round."""
+    """The version a confirm round of ``cand`` is paired with: the recorded version whose code is the
+    partner of its paired ranking round (None if no recorded version has that code); the baseline
+    itself for the baseline (A/A); None (an independent round) for another version ranked on an
+    independent round."""
     first = register["candidates"][0]
     if not rnd.paired:
         return first["version_id"] if cand["executable_sha256"] == first["executable_sha256"] else None
-    sha = rnd.collection["paired"]["baseline_executable_sha256"]
-    return next((c["version_id"] for c in register["candidates"] if c["executable_sha256"] == sha),
-                Path(rnd.collection["paired"]["baseline_version"]).name)
+    sha = rnd.collection["paired"]["baseline_executable_sha256"]  # by code, never by folder name
+    return next((c["version_id"] for c in register["candidates"] if c["executable_sha256"] == sha), None)
 
 
 def choose(op_dir: str | Path) -> dict[str, Any]:

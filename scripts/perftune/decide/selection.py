@@ -6,9 +6,10 @@ this module only decides. Rules, frozen in the manifest before any result (docs/
 
 - score of a version = the frozen ``aggregate_metric`` (default the article's equal-weight
   arithmetic mean, ``geomean_speedup`` as the frozen option; both reported) over
-  ``optimization_target`` of aggregate(frozen baseline samples) / aggregate(version samples). The
-  frozen baseline is the round of the version with ``evaluation_order`` 0; every version is scored
-  against the same samples (one protocol: independent samples of each version's round).
+  ``optimization_target`` of its per-case speed-up over the frozen baseline (the round of
+  ``evaluation_order`` 0), one protocol per number: ranked on an independent round, aggregate(baseline
+  samples) / aggregate(version samples); ranked on a round paired with partner P, P's speed-up times
+  aggregate(partner arm) / aggregate(own arm) of that round (a chain of paired links, drift-free).
 - eligibility = the final compare gate: a version with any target case ``slower`` than the
   baseline (same verdict rule and multiplicity correction as ``compare_perf.py formal``) is
   ineligible (``would_fail_gate``) and can never be chosen.
@@ -17,9 +18,10 @@ this module only decides. Rules, frozen in the manifest before any result (docs/
 - anchor = the eligible version with the raw top score (exact ties: smaller evaluation_order).
 - tie set (non-inferiority): a version is tied when the lower bound of the bootstrap CI of
   score/anchor-score is ≥ 1/(1+δ). The ratio is bootstrapped jointly: one resample of the baseline
-  per draw shared by both scores, each version's samples resampled from its own seeded stream
-  (``[rng_seed, 3, evaluation_order, case index]``), so adding a candidate never changes another's
-  numbers. Method ``relative_band``: the point ratio is ≥ 1/(1+δ).
+  per draw shared by every independent score, each link resampled from its own seeded stream
+  (``[rng_seed, 3, evaluation_order, case index, 2 | 3]``) and added along the chain, so shared links
+  share their noise and adding a candidate never changes another's numbers. Method
+  ``relative_band``: the point ratio is ≥ 1/(1+δ).
 - chosen = the smallest evaluation_order in the tie set.
 - confirm (equivalence): a new round of the chosen version that repeats its ranking comparison (a
   paired ranking round: paired with the same partner code, and scores are partner/chosen inside each
@@ -43,11 +45,16 @@ from ..contract.manifest import Manifest
 
 @dataclass(frozen=True)
 class Entry:
-    """One version as the selection sees it; ``problem`` set by the I/O edge makes it ineligible."""
+    """One version as the selection sees it; ``problem`` set by the I/O edge makes it ineligible.
+
+    ``partner``: the version its ranking round was paired with (None: an independent round); the
+    paired arms ``{case: (partner samples, own samples)}`` then come in ``select``'s ``links``.
+    """
 
     version_id: str
     evaluation_order: int
     problem: str | None = None
+    partner: str | None = None
 
 
 def rule_of(manifest: Manifest) -> dict:
@@ -97,49 +104,173 @@ def _tied(ratio: float, ci: Sequence[float] | None, delta: float) -> bool:
     return (ratio if ci is None else ci[0]) >= stats.band(delta)[0]
 
 
-def _gate(baseline: Mapping[str, Sequence[float]], samples: Mapping[str, Sequence[float]],
-          manifest: Manifest) -> list[str]:
-    """Target cases the final compare gate would call ``slower`` against the baseline."""
-    proto, targets = manifest.protocol, manifest.target_case_ids
-    return [c for c in targets if stats.compare_samples(
-        baseline[c], samples[c], proto.decision, aggregation=proto.aggregation,
-        family_size=len(targets)).verdict == "slower"]
+@dataclass
+class _Chain:
+    """One version's per-case log speed-ups over the baseline: point (K,), draws (resamples, K) or None."""
+
+    point: np.ndarray | None
+    draws: np.ndarray | None
+    path: list[str]
+    p_values: list[np.ndarray]   # per link, per case: the link's rank-test p (relative_band gate)
+    problem: str | None = None
 
 
-def _scores(entries: Sequence[Entry], rounds: Mapping[str, Mapping[str, Sequence[float]]],
-            baseline: Mapping[str, Sequence[float]], manifest: Manifest, gate: bool = True) -> dict[str, dict]:
+def _usable(arms: Sequence, manifest: Manifest, paired: bool) -> str | None:
+    problem = stats._insufficient(np.asarray(arms[0], float), np.asarray(arms[1], float),
+                                  manifest.protocol.decision, paired)
+    return None if problem is None else f"score_not_computable:case_{problem}"
+
+
+def _link(arms: Mapping[str, Sequence], manifest: Manifest, order: int, paired: bool,
+          base_draws: np.ndarray | None) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
+    """(point, draws, p) of log(aggregate(reference)/aggregate(version)) per target case of one round.
+
+    Independent: the reference is the baseline round, resampled once per draw (``base_draws``, shared
+    by every version); paired: the round's own partner arm, resampled jointly with the version's arm.
+    """
     proto = manifest.protocol
-    out = {}
-    for entry in entries:
-        samples = rounds.get(entry.version_id)
-        suite = None if samples is None else stats.suite_score(
-            {c: (baseline[c], samples[c]) for c in manifest.target_case_ids if c in samples and c in baseline},
-            manifest.target_case_ids, proto.decision, aggregation=proto.aggregation, metric=proto.aggregate_metric)
-        problem = entry.problem or (None if suite and suite.score is not None
-                                    else f"score_not_computable:{suite.reason_code if suite else 'no_round'}")
-        if problem is None and gate and entry.evaluation_order > 0:
-            slower = _gate(baseline, samples, manifest)
-            problem = f"would_fail_gate: slower target cases {slower}" if slower else None
-        out[entry.version_id] = {
-            "version_id": entry.version_id, "evaluation_order": entry.evaluation_order,
-            "score": suite.score if suite else None,
-            "mean": suite.mean_case_speedup if suite else None,
-            "geomean": suite.geomean_speedup if suite else None,
-            "ci": [suite.ci_low, suite.ci_high] if suite and suite.ci_low is not None else None,
-            "eligible": problem is None, "ineligible_reason": problem, "rank": None,
-            "in_tie_set": False, "ratio_to_anchor": None, "ratio_ci": None}
+    seed, count, agg = proto.decision.rng_seed, proto.decision.resamples, proto.aggregation
+    boot = proto.decision.method == "bootstrap"
+    k_cases = len(manifest.target_case_ids)
+    point, p_val = np.empty(k_cases), np.empty(k_cases)
+    draws = np.empty((count, k_cases)) if boot else None
+    for k, case in enumerate(manifest.target_case_ids):
+        ref, own = (np.asarray(x, float) for x in arms[case][:2])
+        point[k] = np.log(stats.aggregate(ref, agg) / stats.aggregate(own, agg))
+        p_val[k] = stats.wilcoxon_log(ref, own) if paired else stats.mann_whitney(ref, own)[0]
+        if not boot:
+            continue
+        if paired:
+            rng = np.random.default_rng([seed, 3, order, k, 3])
+            draws[:, k] = stats.log_speedup_draws(ref, own, agg, count, rng, paired=True)
+        else:
+            rng = np.random.default_rng([seed, 3, order, k, 2])
+            draws[:, k] = base_draws[:, k] - np.log(stats.aggregate_rows(
+                own[rng.integers(0, own.size, size=(count, own.size))], agg))
+    return point, draws, p_val
+
+
+def _chains(ordered: Sequence[Entry], rounds: Mapping[str, Mapping[str, Sequence[float]]],
+            links: Mapping[str, Mapping[str, Sequence]], manifest: Manifest) -> dict[str, _Chain]:
+    """Every version's chain of one-protocol comparisons back to the baseline.
+
+    A version ranked on an independent round: its samples against the baseline round's. A version
+    ranked on a round paired with partner P: P's chain plus the paired comparison inside that round,
+    so independent and paired samples never meet in one number and drift cancels in every link.
+    """
+    proto, targets = manifest.protocol, manifest.target_case_ids
+    base = ordered[0].version_id
+    baseline = {c: np.asarray(rounds[base][c], float) for c in targets if c in rounds[base]}
+    boot = proto.decision.method == "bootstrap"
+    base_draws = None
+    if boot and len(baseline) == len(targets):
+        count = proto.decision.resamples
+        base_draws = np.empty((count, len(targets)))
+        for k, case in enumerate(targets):
+            rng = np.random.default_rng([proto.decision.rng_seed, 3, 0, k, 1])
+            b = baseline[case]
+            base_draws[:, k] = np.log(stats.aggregate_rows(b[rng.integers(0, b.size, size=(count, b.size))],
+                                                           proto.aggregation))
+    out: dict[str, _Chain] = {}
+    for entry in ordered:
+        if entry.partner is None:
+            samples = rounds.get(entry.version_id)
+            arms = None if samples is None else {c: (baseline.get(c), samples.get(c)) for c in targets}
+            prev, paired = _Chain(np.zeros(len(targets)), None if base_draws is None else
+                                  np.zeros_like(base_draws), [base], []), False
+        else:
+            arms, prev, paired = links.get(entry.version_id), out.get(entry.partner), True
+            if prev is None or prev.point is None:
+                out[entry.version_id] = _Chain(None, None, [], [], f"score_not_computable:partner_{entry.partner}")
+                continue
+        problem = "score_not_computable:no_round" if arms is None else None
+        for case in targets if arms is not None else ():
+            if case not in arms or arms[case][0] is None or arms[case][1] is None:
+                problem = "score_not_computable:case_missing"
+            problem = problem or _usable(arms[case], manifest, paired)
+            if problem:
+                break
+        if problem:
+            out[entry.version_id] = _Chain(None, None, [], [], problem)
+            continue
+        if entry.version_id == base:
+            out[base] = prev
+            continue
+        point, draws, p_val = _link(arms, manifest, entry.evaluation_order, paired, base_draws)
+        out[entry.version_id] = _Chain(prev.point + point, None if draws is None else prev.draws + draws,
+                                       prev.path + [entry.version_id], prev.p_values + [p_val])
     return out
 
 
+def _slower(chain: _Chain, manifest: Manifest) -> list[str]:
+    """Target cases the compare gate would call ``slower`` against the baseline, on the chained numbers
+    (same verdict table and multiplicity correction; relative_band: the point below the band and every
+    link's rank test significant)."""
+    proto, targets = manifest.protocol, manifest.target_case_ids
+    level = stats.family_level(proto.decision.confidence,
+                               len(targets) if proto.decision.multiplicity == "bonferroni" else 1)
+    out = []
+    for k, case in enumerate(targets):
+        if chain.draws is not None:
+            low, high = stats._interval(chain.draws[:, k], level)
+            verdict = stats.verdict_from_ci(low, high, proto.decision.noise_band)
+        else:
+            p_value = max((float(p[k]) for p in chain.p_values), default=1.0)
+            verdict = stats.verdict_from_point(float(np.exp(chain.point[k])), proto.decision.noise_band,
+                                               p_value, level)[0]
+        if verdict == "slower":
+            out.append(case)
+    return out
+
+
+def _scores(entries: Sequence[Entry], rounds: Mapping[str, Mapping[str, Sequence[float]]],
+            manifest: Manifest, links: Mapping[str, Mapping[str, Sequence]] | None = None,
+            gate: bool = True) -> tuple[dict[str, dict], dict[str, _Chain]]:
+    proto = manifest.protocol
+    chains = _chains(sorted(entries, key=lambda e: e.evaluation_order), rounds, links or {}, manifest)
+    alpha = (1 - proto.decision.confidence) / 2
+    out = {}
+    for entry in entries:
+        chain = chains[entry.version_id]
+        problem = entry.problem or chain.problem
+        mean = geomean = score = ci = None
+        if chain.point is not None:
+            mean, geomean = (float(x) for x in stats.suite_means(chain.point))
+            score = geomean if proto.aggregate_metric == "geomean_speedup" else mean
+            if chain.draws is not None and entry.evaluation_order > 0:
+                ci = [float(x) for x in np.quantile(_score_draws(chain.draws, proto.aggregate_metric),
+                                                    [alpha, 1 - alpha])]
+        if problem is None and gate and entry.evaluation_order > 0:
+            slower = _slower(chain, manifest)
+            problem = f"would_fail_gate: slower target cases {slower}" if slower else None
+        out[entry.version_id] = {
+            "version_id": entry.version_id, "evaluation_order": entry.evaluation_order,
+            "score": score, "mean": mean, "geomean": geomean, "ci": ci,
+            "protocol": ("baseline" if entry.evaluation_order == 0 else
+                         ("paired chain " if entry.partner else "independent vs ") + " > ".join(chain.path)
+                         if chain.path else None),
+            "eligible": problem is None, "ineligible_reason": problem, "rank": None,
+            "in_tie_set": False, "ratio_to_anchor": None, "ratio_ci": None}
+    return out, chains
+
+
 def select(entries: Sequence[Entry], rounds: Mapping[str, Mapping[str, Sequence[float]]],
-           manifest: Manifest) -> dict:
-    """The ``selection.json`` content (without input file records) for ``entries`` (pure)."""
+           manifest: Manifest, links: Mapping[str, Mapping[str, Sequence]] | None = None) -> dict:
+    """The ``selection.json`` content (without input file records) for ``entries`` (pure).
+
+    ``rounds``: each version's own samples per case; ``links``: for a version with a ``partner``, the
+    paired arms ``{case: (partner samples, own samples)}`` of its ranking round.
+    """
     ordered = sorted(entries, key=lambda e: e.evaluation_order)
     base_entry = ordered[0] if ordered and ordered[0].evaluation_order == 0 else None
-    if base_entry is None or base_entry.version_id not in rounds:
+    if base_entry is None or base_entry.version_id not in rounds or base_entry.partner is not None:
         raise ValueError("selection needs the frozen baseline (evaluation_order 0) and its round")
+    orders = {e.version_id: e.evaluation_order for e in ordered}
+    for e in ordered:
+        if e.partner is not None and not (orders.get(e.partner, e.evaluation_order) < e.evaluation_order):
+            raise ValueError(f"{e.version_id}: its ranking round's partner {e.partner} is not an earlier version")
     baseline = rounds[base_entry.version_id]
-    rows = _scores(ordered, rounds, baseline, manifest)
+    rows, chains = _scores(ordered, rounds, manifest, links)
     eligible = [rows[e.version_id] for e in ordered if rows[e.version_id]["eligible"]]
     delta = delta_of(manifest)
     drift = drift_of(baseline, manifest)
@@ -155,15 +286,12 @@ def select(entries: Sequence[Entry], rounds: Mapping[str, Mapping[str, Sequence[
     anchor = min(eligible, key=lambda r: r["rank"])
     bootstrap = manifest.protocol.decision.method == "bootstrap"
     metric = manifest.protocol.aggregate_metric
-    draws = {o: _score_draws(d, metric) for o, d in _log_draws(
-        {c: np.asarray(baseline[c], float) for c in manifest.target_case_ids},
-        {r["evaluation_order"]: {c: np.asarray(v, float) for c, v in rounds[r["version_id"]].items()}
-         for r in eligible}, manifest).items()} if bootstrap else {}
     alpha = (1 - manifest.protocol.decision.confidence) / 2
+    anchor_draws = _score_draws(chains[anchor["version_id"]].draws, metric) if bootstrap else None
     for row in eligible:
         row["ratio_to_anchor"] = row["score"] / anchor["score"]
         if bootstrap:
-            ratio = draws[row["evaluation_order"]] / draws[anchor["evaluation_order"]]
+            ratio = _score_draws(chains[row["version_id"]].draws, metric) / anchor_draws
             row["ratio_ci"] = [float(x) for x in np.quantile(ratio, [alpha, 1 - alpha])]
         row["in_tie_set"] = _tied(row["ratio_to_anchor"], row["ratio_ci"], delta)
     tie = sorted((r for r in eligible if r["in_tie_set"]), key=lambda r: r["evaluation_order"])
@@ -208,8 +336,7 @@ def confirm(ranking_samples: Mapping[str, Sequence[float]], final_samples: Mappi
     proves the chosen version slower than the baseline (the decision it was chosen on does not hold).
     """
     rounds = {"ranking": ranking_samples, "final": final_samples, "baseline": baseline}
-    rows = _scores([Entry("baseline", 0), Entry("ranking", 1), Entry("final", 2)], rounds, baseline, manifest,
-                   gate=False)
+    rows, _ = _scores([Entry("baseline", 0), Entry("ranking", 1), Entry("final", 2)], rounds, manifest, gate=False)
     if rows["ranking"]["score"] is None or rows["final"]["score"] is None:
         raise ValueError("ranking or final score is not computable")
     ratio = rows["final"]["score"] / rows["ranking"]["score"]

@@ -91,10 +91,11 @@ def _selection(inp: FinalInputs) -> list[str]:
     if not sel:
         return ["## 4. Candidates and selection", "", "No selection recorded.", ""]
     rows = [[c["version_id"], str(c["evaluation_order"]), fmt(c.get("score"), ".3f"), fmt_ci(c.get("ci")),
-             "yes" if c.get("in_tie_set") else "no", "yes" if c.get("eligible") else c.get("ineligible_reason") or "no"]
+             c.get("protocol") or MISSING, "yes" if c.get("in_tie_set") else "no",
+             "yes" if c.get("eligible") else c.get("ineligible_reason") or "no"]
             for c in sel["candidates"]]
     return ["## 4. Candidates and selection", ""] + \
-        _table(["version", "evaluation order", "score", "CI", "tie set", "eligible"], rows) + \
+        _table(["version", "evaluation order", "score", "CI", "score from", "tie set", "eligible"], rows) + \
         [f"Chosen: **{sel.get('chosen')}**. {sel.get('reason', '')}", ""] + _confirm(sel.get("confirm"))
 
 
