@@ -6,7 +6,16 @@ PATH (``FAKE_MSPROF_SLEEP`` per profiled run stands for the card's time): once s
 ``--devices 0,...,7``; reports the wall times, the speed-up and whether the round evidence is the
 same apart from timestamps, scratch names and device ids. Writes ``results/many_cards.json``.
 
+Beside the wall times, for each round: the CPU time of all its processes (the CLI, the profiler, the
+case adapter; ``RUSAGE_CHILDREN``) per profiled run, and the load average before and after (the
+machine may be shared). The round's fixed part (CLI start-up, selector preflight, environment probe:
+everything outside the profiled runs, from the fake's recorded spans) does not parallelise; its
+Amdahl bound ``serial / (fixed + (serial - fixed) / cards)`` says how much speed-up the benchmark's
+own design allows at this sleep.
+
 usage: bench_many_cards.py [--sleep S] [--cases N] [--output FILE]
+
+example: python3 benchmarks/many_cards/bench_many_cards.py --sleep 2
 """
 
 from __future__ import annotations
@@ -15,6 +24,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -28,13 +38,16 @@ TARGET = "copy_kernel_0"
 
 
 def make_op(root: Path, cases: list[str]) -> Path:
-    """A tiny operator whose P0 tests do nothing (the fake msprof stands for the card)."""
+    """A tiny operator whose P0 tests only launch a no-op kernel through its wrapper (the fake msprof
+    stands for the card; freeze resolves the launcher ``copy_kernel`` of ``copy_kernel_0``)."""
     op = root / "copyop"
     op.mkdir(parents=True)
     rows = "\n".join(f"| {c} | [8,{16 * (i + 1)}] | float32 | yes | test_{c} |" for i, c in enumerate(cases))
     (op / "SPEC.md").write_text("# SPEC: copyop\n\n## 3. Performance P0 cases\n\n| id | shape | dtype | p0 | "
                                 f"test_function |\n|----|-------|-------|----|---------------|\n{rows}\n")
-    (op / "test_copyop.py").write_text("".join(f"def test_{c}():\n    pass\n\n\n" for c in cases))
+    (op / "test_copyop.py").write_text("def copy_kernel(x):\n    return x\n\n\ndef copy_wrapper(x):\n    return "
+                                       "copy_kernel(x)\n\n\n" + "".join(f"def test_{c}():\n    copy_wrapper(0)\n\n\n"
+                                                                           for c in cases))
     return op
 
 
@@ -81,6 +94,21 @@ def collect(op: Path, env: dict[str, str], devices: list[int] | None) -> tuple[f
     return took, json.loads(proc.stdout)
 
 
+def children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def measured_round(op: Path, env: dict[str, str], devices: list[int] | None, spans: Path) -> dict:
+    """One formal round: wall and CPU time, profiled runs, its result, and its fixed part (before the
+    first profiled run starts and after the last one ends: CLI start-up, preflight, probe, summary)."""
+    cpu, began = children_cpu(), time.time()
+    wall, result = collect(op, {**env, "FAKE_MSPROF_SPANS": str(spans)}, devices)
+    cpu, rows = children_cpu() - cpu, [json.loads(line) for line in spans.read_text().splitlines()]
+    fixed = (min(r["start"] for r in rows) - began) + (began + wall - max(r["end"] for r in rows))
+    return {"wall_s": wall, "cpu_s": cpu, "runs": len(rows), "result": result, "fixed_s": fixed}
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sleep", type=float, default=2.0, help="seconds per profiled run (default 2.0)")
@@ -88,6 +116,7 @@ def main(argv=None) -> int:
     parser.add_argument("--output", type=Path, default=ROOT / "benchmarks" / "results" / "many_cards.json")
     args = parser.parse_args(argv)
     cases = [f"c{i}" for i in range(args.cases)]
+    load_before = [round(x, 2) for x in os.getloadavg()]
     with tempfile.TemporaryDirectory(prefix="many_cards_") as tmp:
         tmp = Path(tmp)
         env = fake_env(tmp, args.sleep)
@@ -95,12 +124,17 @@ def main(argv=None) -> int:
         freeze(ops["serial"], cases, env)
         ops["cards"] = (tmp / "cards" / "copyop")
         shutil.copytree(ops["serial"], ops["cards"])   # one frozen manifest, byte for byte
-        serial_s, _ = collect(ops["serial"], env, None)
-        cards_s, result = collect(ops["cards"], env, list(range(args.cases)))
+        serial = measured_round(ops["serial"], env, None, tmp / "serial_spans.jsonl")
+        cards = measured_round(ops["cards"], env, list(range(args.cases)), tmp / "cards_spans.jsonl")
         same = round_files(ops["serial"]) == round_files(ops["cards"])
-    row = {"cases": args.cases, "cards": args.cases, "sleep_s": args.sleep, "serial_s": round(serial_s, 2),
-           "cards_s": round(cards_s, 2), "speedup": round(serial_s / cards_s, 2), "same_evidence": same,
-           "case_devices": result["case_devices"], "cpu_count": os.cpu_count(),
+    fixed = serial["fixed_s"]
+    row = {"cases": args.cases, "cards": args.cases, "sleep_s": args.sleep, "serial_s": round(serial["wall_s"], 2),
+           "cards_s": round(cards["wall_s"], 2), "speedup": round(serial["wall_s"] / cards["wall_s"], 2),
+           "same_evidence": same, "case_devices": cards["result"]["case_devices"], "profiled_runs": serial["runs"],
+           "cpu_per_run_s": {k: round(r["cpu_s"] / r["runs"], 3) for k, r in (("serial", serial), ("cards", cards))},
+           "fixed_s": {"serial": round(fixed, 2), "cards": round(cards["fixed_s"], 2)},
+           "amdahl_bound": round(serial["wall_s"] / (fixed + (serial["wall_s"] - fixed) / args.cases), 2),
+           "cpu_count": os.cpu_count(), "load_average_before": load_before,
            "load_average": [round(x, 2) for x in os.getloadavg()]}
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(row, indent=2, sort_keys=True) + "\n")

@@ -99,3 +99,28 @@ def test_every_step_before_the_freeze_works_without_a_manifest(op_dir):
     assert not (op_dir / "PERFORMANCE_CASES.json").exists()
     proc = run_script("collect_perf.py", "list-op-names", "--op-dir", op_dir, "--case-id", "r64_c4096_fp32")
     assert_one_line_error(proc, 2, "--backend", "no manifest is frozen yet")
+
+
+def test_msprof_freezes_the_runner_function_that_launches_the_device_op(op_dir):
+    """msprof: the Op Name is the device name; the launcher is resolved by the same rule and frozen."""
+    msprof = [a if a != "cpu" else "msprof" for a in BASE]
+    proc = run_script("freeze_cases.py", "freeze", "--op-dir", op_dir, *msprof, "--op-name",
+                      "pypto_softmax_kernel_mix_aic_0", "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["content"]["launcher"]["function"] == "softmax_kernel"
+
+
+def test_msprof_launcher_among_several_is_the_one_the_device_name_contains_else_refused(op_dir):
+    test = op_dir / "test_softmax.py"
+    test.write_text(test.read_text().replace("    out = np.empty_like(x)\n    softmax_kernel(x, out)\n",
+                                             "    out = _alloc(x)\n    softmax_kernel(x, out)\n")
+                    + "\n\ndef _alloc(x):\n    return np.empty_like(x)\n")
+    msprof = [a if a != "cpu" else "msprof" for a in BASE]
+    before = tree_digest(op_dir)
+    refused = run_script("freeze_cases.py", "freeze", "--op-dir", op_dir, *msprof, "--op-name", "pypto_op_mix_aic_0")
+    assert_one_line_error(refused, 2, "launcher", "2 functions", "_alloc", "softmax_kernel")
+    assert tree_digest(op_dir) == before
+    proc = run_script("freeze_cases.py", "freeze", "--op-dir", op_dir, *msprof, "--op-name",
+                      "pypto_softmax_kernel_mix_aic_0", "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["content"]["launcher"]["function"] == "softmax_kernel"

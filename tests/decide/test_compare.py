@@ -218,3 +218,18 @@ def test_a_degenerate_candidate_score_ci_an_ulp_off_still_plots(tmp_path):
     out = final_plots.candidate_scores(["v000", "v1"], [1.0, score], [[1.0, 1.0], [score + 2e-16] * 2],
                                        [False, True], "v1", 0.01, tmp_path / "c.png", "t")
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_speedup_target_met_by_points_with_an_inconclusive_case_is_unproven():
+    cand = {**CAND, "c2": [99.0, 100.5, 101.0, 103.5, 105.0]}  # point 102/101.67 = 1.003 ≥ 1.0, CI straddles
+    perf = build(man=make_manifest(user_target={"metric": "speedup", "threshold": 1.0}), cand=cand)
+    rows = {r["case"]: r for r in perf["per_case"]}
+    assert rows["c2"]["speedup"] > 1.0 and rows["c2"]["verdict"] == "inconclusive"
+    assert perf["user_target"] == {"metric": "speedup", "threshold": 1.0, "status": "unproven",
+                                   "unproven_cases": ["c2"]}
+    assert perf["effective_target"]["status"] == "unproven"
+    schemas.validate(perf, "performance")
+    assert "inconclusive or insufficient target cases: c2" in text.render_performance_log(perf)
+    proven = build(man=make_manifest(user_target={"metric": "speedup", "threshold": 1.0}),
+                   cand={**CAND, "c2": [50.0, 50.5, 51.0, 51.5, 52.0]})
+    assert proven["user_target"]["status"] == "met" and "unproven_cases" not in proven["user_target"]

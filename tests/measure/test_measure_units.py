@@ -138,6 +138,24 @@ def test_samples_csv_parser_accepts_one_row_and_refuses_the_rest():
         assert info.value.field == field
 
 
+def test_samples_csv_records_the_process_and_old_files_read_as_one_process():
+    new = "repeat,case_id,op_name,duration_us,calls,process\n7,a,k,12.500,1,3\n"
+    assert cpu.parse_samples_text(new, "k") == base.RepeatResult(12.5, 1, None, ("samples.csv",), 3)
+    assert cpu.parse_samples_text("repeat,case_id,op_name,duration_us,calls\n1,a,k,12.5,1\n", "k").process is None
+    for bad, field in (("-1", "process"), ("p1", "process"), ("", "process")):
+        with pytest.raises(ContractError) as info:
+            cpu.parse_samples_text(new.replace(",1,3\n", f",1,{bad}\n"), "k")
+        assert info.value.field == field
+
+
+def test_process_blocks_split_repeats_into_equal_consecutive_blocks():
+    assert cpu.process_blocks(6, 1) == [[1, 2, 3, 4, 5, 6]]
+    assert cpu.process_blocks(6, 3) == [[1, 2], [3, 4], [5, 6]]
+    assert cpu.process_log_name(0, 1) == "collection.log" and cpu.process_log_name(1, 3) == "collection_p01.log"
+    with pytest.raises(ContractError):
+        cpu.process_blocks(6, 4)
+
+
 @given(st.text(max_size=200))
 def test_samples_parser_never_crashes_on_garbage(text):
     try:

@@ -3,7 +3,8 @@
 - ``freeze`` builds the manifest from SPEC.md and the ``test_*`` functions of test_<op>.py
   (:mod:`.manifest`, ``ast``, nothing imported), freezes SPEC.md's necessary-work section as
   ``work_model`` (:mod:`.work_model`, evaluated for every case so a bad expression is refused now),
-  checks the cpu Op Name (:mod:`.op_name`) and writes the file once.
+  checks the cpu Op Name (:mod:`.op_name`; on msprof it freezes the runner function that launches the
+  device op as ``launcher``) and writes the file once.
 - A frozen manifest is replaced only with ``replace`` (a reason) and only while **no round** exists
   (``docs/perf/round_*`` or ``docs/perf/quick/quick_*``: every round binds to the manifest hash).
   The replaced manifest, and a golden report bound to it, move to
@@ -65,10 +66,13 @@ def build(root: Path, *, target_case_ids: list[str], selection_mode: str, proto:
         obj["precision_gate"] = gate
         manifest.parse_manifest(obj, str(spec_path))
     facts = None
+    tests, wrapper = [c["test_function"] for c in obj["cases"]], op_name.declared_wrapper(spec_text, str(spec_path))
     if proto.backend == "cpu":
-        facts = op_name.check_cpu_op_name(test_text, str(test_path), proto.op_name,
-                                          [c["test_function"] for c in obj["cases"]],
-                                          op_name.declared_wrapper(spec_text, str(spec_path)))
+        facts = op_name.check_cpu_op_name(test_text, str(test_path), proto.op_name, tests, wrapper)
+    elif proto.backend == "msprof":  # the runner function that launches the device op (P9 wraps it)
+        facts = op_name.msprof_launcher(test_text, str(test_path), proto.op_name, tests, wrapper)
+        obj["launcher"] = {"function": facts["function"], "rule": facts["rule"]}
+        manifest.parse_manifest(obj, str(spec_path))
     return obj, facts
 
 

@@ -127,3 +127,33 @@ def check_cpu_op_name(text: str, source: str, op_name: str, tests: list[str],
     caller, _, line = next((c, lp, ln) for c, calls in graph.items() for callee, lp, ln in calls if callee == op_name)
     return {"op_name": op_name, "definition": DEFINITION, "defined_at_line": functions[op_name].lineno,
             "launched_by": caller, "wrapper_declared_in_spec": wrapper is not None, "launch_line": line, "tests_checked": sorted(tests)}
+
+
+def msprof_launcher(text: str, source: str, op_name: str, tests: list[str], wrapper: str | None) -> dict[str, Any]:
+    """msprof: the Op Name is the device kernel's name from discovery, not a Python function. The
+    runner function that launches that kernel (what the case adapter and the probes wrap) is resolved
+    once, at freeze, by the rule above: the one function that satisfies it, or among several the one
+    whose name the device name contains. None found, or several left, is refused."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError as exc:
+        raise ContractError(source, f"line {exc.lineno}", f"syntax error: {exc.msg}", "fix the test file") from None
+    functions = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    graph = {n.name: _calls(n, functions) for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    found = kernel_candidates(graph, tests, wrapper)
+    named = [n for n in found if n in op_name] if len(found) > 1 else found
+    if len(named) != 1:
+        raise ContractError(source, "launcher", f"cannot tell which function launches the device op {op_name!r}: "
+                            f"{len(found)} functions satisfy '{DEFINITION}' ({found or 'none'})",
+                            "declare 'wrapper: <function>' in SPEC.md and let it launch the kernel once")
+    return {"function": named[0], "rule": DEFINITION, "candidates": found, "wrapper_declared_in_spec": wrapper is not None}
+
+
+def python_op(manifest) -> str | None:
+    """The runner function standing for the frozen op in Python: the Op Name itself (cpu, pypto-sim),
+    the launcher resolved at freeze on msprof (None for a manifest frozen without one)."""
+    proto = manifest.protocol
+    if proto.backend != "msprof":
+        return proto.op_name
+    launcher = manifest.raw.get("launcher")
+    return launcher.get("function") if isinstance(launcher, dict) else None

@@ -8,7 +8,8 @@ mismatch. Rules (docs/statistics.md, "Noise calibration"):
 
 - two rounds of the baseline code (independent processes): per target case the bootstrap CI (frozen
   level, frozen aggregation) of round 1 / round 2 — the between-process noise an independent
-  comparison meets; one round: its first half against its second half (within-round noise only).
+  comparison meets; one round: its first half against its second half (halves of whole processes
+  when it has at least four, else within-round noise only). Two-level CIs when processes are recorded.
 - a case's noise = ``max(hi, 1/lo) − 1`` (the CI's reach away from 1); the measured noise is the
   largest over the target cases; δ_eff = max(frozen noise_band, measured), rounded up to 1e-4.
 """
@@ -36,22 +37,24 @@ def path_of(op_dir: str | Path) -> Path:
     return Path(op_dir) / protocol.PERF_DIR / CALIBRATION_NAME
 
 
-def measure(rounds: list[dict[str, list[float]]], manifest: Manifest) -> dict[str, Any]:
-    """The calibration numbers from the samples of one or two baseline rounds (pure)."""
+def measure(rounds: list[dict[str, list[float]]], manifest: Manifest,
+            groups: list[dict[str, list[int] | None]] | None = None) -> dict[str, Any]:
+    """The calibration numbers from the samples of one or two baseline rounds (pure); ``groups``: the
+    process index of every sample per round and case (two-level CI; halves of whole processes)."""
     proto = manifest.protocol
     dec, per_case = proto.decision, {}
     for k, case in enumerate(manifest.target_case_ids):
+        g = [(groups[i] if groups else {}).get(case) for i in range(len(rounds))]
         if len(rounds) == 2:
             a, b = np.asarray(rounds[0][case], float), np.asarray(rounds[1][case], float)
+            ga, gb = g
         else:
-            values = np.asarray(rounds[0][case], float)
-            half = values.size // 2
-            a, b = values[:half], values[half:2 * half]
+            a, b, ga, gb = stats.halves(np.asarray(rounds[0][case], float), g[0])
         if stats.sample_problem(a, min(dec.min_repeats, 3)) or stats.sample_problem(b, min(dec.min_repeats, 3)):
             raise ContractError(SOURCE, case, "too few usable samples to calibrate",
                                 "collect the baseline round with the frozen repeats")
         rng = np.random.default_rng([dec.rng_seed, 4, k])
-        draws = stats.log_speedup_draws(a, b, proto.aggregation, dec.resamples, rng)
+        draws = stats.log_speedup_draws(a, b, proto.aggregation, dec.resamples, rng, groups_b=ga, groups_c=gb)
         low, high = np.exp(np.quantile(draws, [(1 - dec.confidence) / 2, (1 + dec.confidence) / 2]))
         per_case[case] = float(max(high, 1.0 / low) - 1.0)
     measured = max(per_case.values())
@@ -60,7 +63,7 @@ def measure(rounds: list[dict[str, list[float]]], manifest: Manifest) -> dict[st
             "measured_noise": measured, "frozen_noise_band": dec.noise_band, "effective_band": effective}
 
 
-def _rounds(op_dir: Path, refs: list[str], manifest_sha: str) -> tuple[list[Any], list[dict[str, list[float]]]]:
+def _rounds(op_dir: Path, refs: list[str], manifest_sha: str) -> tuple[list[Any], list[dict[str, list[float]]], list]:
     from ..measure import evidence
     loaded = [evidence.load_round(op_dir, ref) for ref in refs]
     for rnd in loaded:
@@ -73,7 +76,8 @@ def _rounds(op_dir: Path, refs: list[str], manifest_sha: str) -> tuple[list[Any]
     if len({r.collection["executable_sha256"] for r in loaded}) != 1 or len({r.collection_id for r in loaded}) != len(loaded):
         raise ContractError(SOURCE, "--rounds", "rounds are not distinct rounds of the same (baseline) code",
                             "give one or two rounds of the unchanged baseline code")
-    return loaded, [{cid: c.samples_us for cid, c in r.cases.items()} for r in loaded]
+    return (loaded, [{cid: c.samples_us for cid, c in r.cases.items()} for r in loaded],
+            [{cid: c.processes for cid, c in r.cases.items()} for r in loaded])
 
 
 def calibrate(op_dir: str | Path, refs: list[str]) -> dict[str, Any]:
@@ -87,7 +91,7 @@ def calibrate(op_dir: str | Path, refs: list[str]) -> dict[str, Any]:
     if not 1 <= len(refs) <= 2:
         raise ContractError(SOURCE, "--rounds", f"{len(refs)} rounds given", "give one or two baseline rounds")
     manifest_sha = fsio.sha256_file(root / protocol.MANIFEST_NAME)
-    loaded, samples = _rounds(root, refs, manifest_sha)
+    loaded, samples, groups = _rounds(root, refs, manifest_sha)
     names = {r.path.name for r in loaded}
     later = [r["name"] for r in evidence.list_rounds(root) if r["name"] not in names]
     quick = evidence.perf_dir(root) / evidence.QUICK_DIR
@@ -95,7 +99,7 @@ def calibrate(op_dir: str | Path, refs: list[str]) -> dict[str, Any]:
         raise ContractError(SOURCE, "--rounds", f"other rounds or quick results exist ({later or 'quick'})",
                             "calibrate right after the baseline, before any candidate is measured")
     obj = {"schema_version": 1, "manifest_sha256": manifest_sha, "rounds": [r.collection_id for r in loaded],
-           "executable_sha256": loaded[0].collection["executable_sha256"], **measure(samples, man)}
+           "executable_sha256": loaded[0].collection["executable_sha256"], **measure(samples, man, groups)}
     fsio.write_json(out, obj, overwrite=False)
     return obj
 
@@ -109,8 +113,8 @@ def apply(op_dir: str | Path, manifest: Manifest) -> tuple[Manifest, dict[str, A
     manifest_sha = fsio.sha256_file(root / protocol.MANIFEST_NAME)
     if stored.get("manifest_sha256") != manifest_sha:
         raise ContractError(path, "manifest_sha256", "calibration was made under another manifest", "re-freeze")
-    _, samples = _rounds(root, list(stored.get("rounds") or []), manifest_sha)
-    fresh = measure(samples, manifest)
+    _, samples, groups = _rounds(root, list(stored.get("rounds") or []), manifest_sha)
+    fresh = measure(samples, manifest, groups)
     if any(stored.get(k) != v for k, v in fresh.items()):
         raise ContractError(path, "effective_band", "does not match the recomputation from its rounds",
                             "calibration.json is never edited; restore it")

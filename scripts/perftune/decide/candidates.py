@@ -295,7 +295,8 @@ def confirm_path(op_dir: str | Path) -> Path:
 
 
 def _arms(rnd: Any) -> dict[str, tuple]:
-    return {cid: (c.baseline_samples_us, c.samples_us) for cid, c in rnd.cases.items()}
+    """Per case (partner arm, own arm, process groups, process groups) of a paired round."""
+    return {cid: c.arms for cid, c in rnd.cases.items()}
 
 
 def evaluate_confirm(op_dir: str | Path, final_round: str) -> dict[str, Any]:

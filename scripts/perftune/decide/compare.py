@@ -13,7 +13,8 @@ Decisions where DESIGN is silent (see also docs/statistics.md):
   the final round, and re-comparing an older round (cherry-picking) is refused.
 - A paired candidate round carries its own baseline samples: the speed-up, CI and verdict use the
   paired arms; the independent ``--baseline`` round is still cited (``baseline_collection_id``).
-- ``target_met`` per case and ``*_status`` use the point estimates: ``default`` =
+- ``target_met`` per case and ``*_status`` use the point estimates (a speed-up user target with an
+  ``inconclusive``/``insufficient`` target case is ``unproven``, never ``met``): ``default`` =
   ``golden_per_iteration_us / final_us >= 1.0`` over every P0 case; a user target
   (``speedup`` or ``golden_reference_ratio`` >= threshold) is judged over the target cases and
   takes precedence (``effective_target``). Any case in scope without valid evidence (or without a
@@ -126,6 +127,7 @@ def case_entry(case: Any, result: stats.SpeedupResult, b: list[float], c: list[f
         "prob_candidate_faster": result.prob_candidate_faster, "rank_test": result.rank_test,
         "ci_level": result.ci_level, "stable": result.stable, "n_baseline": result.n_baseline,
         "n_final": result.n_candidate, "samples": {"baseline": list(b), "final": list(c)},
+        "ci_method": result.ci_method, "n_processes": result.n_processes,
         "golden_per_iteration_us": golden_us, "golden_reference_ratio": _ratio(golden_us, final_us),
         "target_met": None, "bound_route": route,
     }
@@ -137,9 +139,16 @@ def _status(values: list[float | None], threshold: float) -> str:
     return "met" if all(v >= threshold for v in values) else "not_met"
 
 
+UNPROVEN = ("inconclusive", "insufficient")
+
+
 def target_block(per_case: list[dict[str, Any]], user_target: Mapping[str, Any] | None,
                  golden_available: bool) -> dict[str, Any]:
-    """Default (golden) target, user target, effective target; sets ``target_met`` per case."""
+    """Default (golden) target, user target, effective target; sets ``target_met`` per case.
+
+    A ``speedup`` user target whose points all reach the threshold is ``unproven`` (not ``met``)
+    while any target case's verdict is ``inconclusive`` or ``insufficient``: its CI does not even
+    separate it from the baseline; those cases are listed as ``unproven_cases``."""
     threshold = protocol.DEFAULT_TARGET_THRESHOLD
     ratios = [row["golden_reference_ratio"] for row in per_case]
     valid = golden_available and all(r is not None for r in ratios)
@@ -155,8 +164,11 @@ def target_block(per_case: list[dict[str, Any]], user_target: Mapping[str, Any] 
         key = "speedup" if user_target["metric"] == "speedup" else "golden_reference_ratio"
         scope, limit = [row for row in per_case if row["target"]], float(user_target["threshold"])
         status = _status([row[key] for row in scope], limit)
-        block["user_target"] = {"metric": user_target["metric"], "threshold": limit, "status": status}
-        effective = {"source": "user", "metric": user_target["metric"], "threshold": limit, "status": status}
+        unproven = [row["case"] for row in scope if row["verdict"] in UNPROVEN] if key == "speedup" else []
+        status = "unproven" if status == "met" and unproven else status
+        extra = {"unproven_cases": unproven} if unproven else {}
+        block["user_target"] = {"metric": user_target["metric"], "threshold": limit, "status": status, **extra}
+        effective = {"source": "user", "metric": user_target["metric"], "threshold": limit, "status": status, **extra}
     for row in scope:
         row["target_met"] = None if row[key] is None else bool(row[key] >= limit)
     block["effective_target"] = effective
@@ -170,17 +182,23 @@ def _protocol_block(collection: Mapping[str, Any], aggregation: str, decision: D
         "warmup": collection["warmup"], "repeats": collection["repeats"],
         "op_name": collection["target_op_name"], "selector_kind": selector.get("kind"),
         "aggregation": aggregation, "decision": dict(decision.__dict__),
+        "processes": (collection.get("protocol") or {}).get("processes", protocol.DEFAULT_PROCESSES),
     }
 
 
-def _pairs(manifest: Manifest, baseline: Any, candidate: Any) -> dict[str, tuple[list[float], list[float]]]:
-    """Per case (baseline samples, candidate samples); a paired candidate brings its own baseline."""
+def _pairs(manifest: Manifest, baseline: Any, candidate: Any) -> dict[str, tuple]:
+    """Per case (baseline samples, candidate samples, baseline process groups, candidate process
+    groups); a paired candidate brings its own baseline (both arms of a repeat share a process)."""
     out = {}
     for case_id in manifest.case_ids:
         final = candidate.cases[case_id]
         paired = getattr(final, "baseline_samples_us", None)
-        base = paired if paired is not None else baseline.cases[case_id].samples_us
-        out[case_id] = (list(base), list(final.samples_us))
+        groups = getattr(final, "processes", None)
+        if paired is not None:
+            out[case_id] = (list(paired), list(final.samples_us), groups, groups)
+        else:
+            base = baseline.cases[case_id]
+            out[case_id] = (list(base.samples_us), list(final.samples_us), getattr(base, "processes", None), groups)
     return out
 
 
@@ -196,9 +214,10 @@ def build_performance(*, task: str, manifest: Manifest, manifest_record: Mapping
     targets = set(manifest.target_case_ids or manifest.case_ids)
     per_case = []
     for case in manifest.cases:
-        b, c = pairs[case.id]
+        b, c, groups_b, groups_c = pairs[case.id]
         result = stats.compare_samples(b, c, decision, paired=paired, aggregation=aggregation,
-                                       family_size=len(targets) if case.id in targets else 1)
+                                       family_size=len(targets) if case.id in targets else 1,
+                                       groups_b=groups_b, groups_c=groups_c)
         golden = None if golden_us is None else golden_us.get(case.id)
         per_case.append(case_entry(case, result, b, c, golden, aggregation, case.id in targets,
                                    bound_route(getattr(candidate.cases[case.id], "repeats", ()))))
@@ -284,8 +303,10 @@ def build_quick(*, task: str, manifest: Manifest, baseline: Any, quick: Mapping[
     rows, pairs = [], {}
     for case_id in chosen:
         b, q = list(baseline.cases[case_id].samples_us), list(quick_samples[case_id])
-        pairs[case_id] = (b, q)
-        result = stats.compare_samples(b, q, decision, aggregation=aggregation, family_size=len(chosen))
+        groups = getattr(baseline.cases[case_id], "processes", None)
+        pairs[case_id] = (b, q, groups, None)
+        result = stats.compare_samples(b, q, decision, aggregation=aggregation, family_size=len(chosen),
+                                       groups_b=groups)
         rows.append({"case": case_id, "baseline_us": stats.aggregate(b, aggregation),
                      "quick_us": stats.aggregate(q, aggregation), "speedup": result.point,
                      "speedup_ci": [result.ci_low, result.ci_high] if result.ci_low is not None else None,

@@ -64,6 +64,7 @@ class SpeedupResult:
     rank_test: str | None = None
     stable: bool | None = None
     n_processes: int | None = None
+    ci_method: str | None = None
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -137,6 +138,12 @@ def _grouped(values: np.ndarray, groups: Sequence[int] | None, ordered: bool = F
     return np.stack(rows)
 
 
+def ci_method(groups_b: Sequence[int] | None, groups_c: Sequence[int] | None) -> str:
+    """``two_level_bootstrap`` when an arm's samples come from ≥ 2 processes, else ``bootstrap``."""
+    many = any(g is not None and len(set(g)) > 1 for g in (groups_b, groups_c))
+    return "two_level_bootstrap" if many else "bootstrap"
+
+
 def _draw(matrix: np.ndarray, resamples: int, rng: np.random.Generator) -> np.ndarray:
     """Two-level bootstrap indices → (resamples, processes*repeats) resampled values."""
     g, n = matrix.shape
@@ -167,7 +174,7 @@ def log_speedup_draws(baseline: np.ndarray, candidate: np.ndarray, aggregation: 
     return np.log(aggregate_rows(b_draw, aggregation)) - np.log(aggregate_rows(c_draw, aggregation))
 
 
-def _halves(values: np.ndarray, groups: Sequence[int] | None) -> tuple[np.ndarray, np.ndarray, list | None, list | None]:
+def halves(values: np.ndarray, groups: Sequence[int] | None) -> tuple[np.ndarray, np.ndarray, list | None, list | None]:
     """First and second half in recorded order: whole processes when there are ≥ 4, else repeats."""
     if groups is not None and len(set(groups)) >= 4:
         ids = list(dict.fromkeys(groups))
@@ -184,7 +191,7 @@ def aa_noise(baseline: Sequence[float] | np.ndarray, decision: Decision, aggrega
              groups: Sequence[int] | None = None) -> float | None:
     """The drift the baseline proves between its halves (bound nearest to 1); None if n is too small."""
     values = _as_array(baseline)
-    first, second, g1, g2 = _halves(values, None if groups is None else list(groups))
+    first, second, g1, g2 = halves(values, None if groups is None else list(groups))
     if min(first.size, second.size) < decision.min_repeats or sample_problem(values, 2 * decision.min_repeats):
         return None
     rng = np.random.default_rng([decision.rng_seed, 1])
@@ -288,7 +295,8 @@ def compare_samples(baseline: Sequence[float] | np.ndarray, candidate: Sequence[
     else:
         (p_value, superiority), test = mann_whitney(b, c), "mann_whitney_u"
     processes = len(set(groups_c)) if groups_c is not None else None
-    common = dict(point=point, delta=delta, mann_whitney_p=p_value, prob_candidate_faster=superiority,
+    method = None if decision.method == "relative_band" else ci_method(groups_b, groups_c)
+    common = dict(ci_method=method, point=point, delta=delta, mann_whitney_p=p_value, prob_candidate_faster=superiority,
                   n_baseline=int(b.size), n_candidate=int(c.size), method=decision.method, aa_noise=noise,
                   paired=paired, rank_test=test, stable=None if noise is None else noise == 0.0,
                   n_processes=processes)

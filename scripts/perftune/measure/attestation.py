@@ -30,12 +30,10 @@ ATTESTATION_JSON = "attestation.json"
 
 
 def _host_array(value: Any):
-    """A numpy view of ``value`` when it is a tensor, else None (never imports torch itself)."""
-    try:
-        import numpy
-    except ImportError:  # numpy is a product dependency; without it nothing is a tensor here
-        return None
-    if isinstance(value, numpy.ndarray):
+    """A numpy view of ``value`` when it is a tensor, else None (never imports numpy or torch itself:
+    an array exists only once its library is loaded, and a runner without numpy must not pay for it)."""
+    numpy = sys.modules.get("numpy")
+    if numpy is not None and isinstance(value, numpy.ndarray):
         return value
     if hasattr(value, "detach") and hasattr(value, "cpu") and hasattr(value, "shape"):
         tensor = value.detach().cpu()

@@ -107,7 +107,8 @@ def prepare(op_dir: str | Path, given: Overrides, *, check_env: bool = True) -> 
         backend.check_environment()
     spec = RunSpec(op_dir=root, runner=find_runner(root), manifest=manifest, device_id=proto.device_id,
                    warmup=proto.warmup, repeats=proto.repeats, op_name=proto.op_name, seed=proto.seed,
-                   selector=choose_selector(manifest, manifest_path), manifest_path=manifest_path)
+                   selector=choose_selector(manifest, manifest_path), manifest_path=manifest_path,
+                   processes=proto.processes)
     return Context(root, manifest_path, manifest, proto, backend, spec)
 
 

@@ -28,7 +28,7 @@ from typing import Any
 
 from . import evidence, probes
 from .. import fsio
-from ..contract import manifest, protocol, schemas
+from ..contract import manifest, op_name, protocol, schemas
 from .backends.base import device_env
 from ..errors import ContractError
 
@@ -148,10 +148,12 @@ def run_all(op_dir: str | Path, *, at: str, test_file: str | None = None,
               **run_case(root, path.stem, function, env, timeout_s)}
              for case_id, function, p0 in planned_tests(root, path, man)]
     if man is not None and man.protocol is not None:  # frozen gate applied, measured figures, caching probes
+        python_op = op_name.python_op(man)  # the Op Name on cpu; the frozen launcher on msprof
         for case in cases:
             if case["p0"] is True:
-                case["probe"] = probes.run(root, path, manifest_path, case["id"], man.protocol.op_name,
-                                           device_id=man.protocol.device_id, timeout_s=timeout_s)
+                case["probe"] = probes.run(root, path, manifest_path, case["id"], python_op,
+                                           device_id=man.protocol.device_id, timeout_s=timeout_s) if python_op else \
+                    {"problem": "the manifest freezes no launcher of the device op (re-freeze with this version)"}
     after, _ = _code_identity(root, man)
     if after != sha:
         raise ContractError(root, "executable_sha256", "sources changed while the tests ran",

@@ -22,6 +22,11 @@ Decisions DESIGN left open (recorded here):
   except the frozen golden modules (``*_golden.py``, ``*_golden_cpu.py``) and ``conftest.py``.
 - :func:`load_round` never trusts numbers in ``measurement.json``: samples are recomputed from
   the raw files with the backend's ``read_repeat``; symlinks anywhere in the round are refused.
+- Process groups: ``CaseEvidence.processes`` is the process index of every sample, read from the
+  raw files (cpu ``samples.csv``); ``None`` when the files carry none (rounds from before process-level
+  sampling, msprof whose every repeat is its own process): the statistics then treat the samples
+  as one level. Processes must hold equal numbers of repeats and, in a paired round, both arms of
+  a repeat come from one process.
 """
 
 from __future__ import annotations
@@ -278,6 +283,13 @@ class CaseEvidence:
     samples_us: list[float]
     baseline_samples_us: list[float] | None = None
     repeats: list[RepeatResult] = field(default_factory=list)
+    processes: list[int] | None = None
+
+    @property
+    def arms(self) -> tuple:
+        """``(baseline samples, candidate samples, baseline groups, candidate groups)`` of a paired
+        case, the argument shape of ``decide.stats.suite_score``."""
+        return (self.baseline_samples_us, self.samples_us, self.processes, self.processes)
 
 
 @dataclass(frozen=True)
@@ -359,7 +371,30 @@ def _read_case(backend, round_dir: Path, case_id: str, collection: dict[str, Any
         if not fsio.is_finite_positive(result.duration_us):
             raise ContractError(case_dir, "duration_us", "non-finite or non-positive", "re-collect")
     return CaseEvidence(case_id, case_dir, measurement, [r.duration_us for r in candidate],
-                        [r.duration_us for r in baseline] if paired else None, candidate)
+                        [r.duration_us for r in baseline] if paired else None, candidate,
+                        _process_groups(case_dir, candidate, baseline if paired else None, collection))
+
+
+def _process_groups(case_dir: Path, candidate: list[RepeatResult], baseline: list[RepeatResult] | None,
+                    collection: dict[str, Any]) -> list[int] | None:
+    """The process index of every sample (None when the raw files record none); checked for equal
+    process sizes, the frozen process count (or one process per repeat: a backend that starts a
+    process per repeat and arm), and both arms of a paired repeat in one process group."""
+    groups = [r.process for r in candidate]
+    if baseline is not None and [r.process for r in baseline] != groups:
+        raise ContractError(case_dir, "process", "the arms of a paired repeat come from different processes",
+                            "re-collect the round")
+    if any(g is None for g in groups):
+        if any(g is not None for g in groups):
+            raise ContractError(case_dir, "process", "some repeats record a process index and some do not",
+                                "re-collect the round")
+        return None
+    sizes = {groups.count(g) for g in set(groups)}
+    frozen = (collection.get("protocol") or {}).get("processes")
+    if len(sizes) != 1 or (frozen is not None and len(set(groups)) not in (frozen, len(groups))):
+        raise ContractError(case_dir, "process", f"{len(set(groups))} processes of sizes {sorted(sizes)} "
+                            f"(frozen: {frozen} equal processes, or one per repeat)", "re-collect the round")
+    return groups
 
 
 SEAL_ALGORITHM = "sha256 over sorted '<relative path>\\0<file sha256>\\n' lines of every file but collection.json"

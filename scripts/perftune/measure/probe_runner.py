@@ -10,7 +10,9 @@
    file's functions, and the ``rtol``/``atol`` of every ``numpy.isclose``/``allclose``/
    ``testing.assert_allclose`` call (a tracer on the test file's frames; no text is scraped);
 3. measures the op's output against the frozen reference (``precision_gate.reference``) with the
-   FROZEN thresholds: ``matched_ratio``, ``max_abs_error``;
+   FROZEN thresholds: ``matched_ratio``, ``max_abs_error``; the reference is called the way the
+   golden case factory defines the case (``reference_call``: its non-tensor arguments too), with
+   the factory's tensors replaced by what the call received;
 4. calls the wrapper (or the op when the test calls it directly) twice more in this process,
    with new data of the same shapes and dtypes drawn with the recorded seeds ``PROBE_SEEDS``;
    each output must meet the frozen gate against the reference of that data. A kernel that
@@ -41,8 +43,8 @@ from .. import fsio
 from ..argv import parser_from_doc
 from ..contract import precision
 from ..contract.manifest import load_manifest
-from ..errors import ContractError, run_cli
-from . import attestation
+from ..errors import ContractError, PerftuneError, run_cli
+from . import attestation, reference_call
 from .backends.case_adapter import case_function, known_case, load_runner_module, seed_all
 
 PROBE_SEEDS = (4243, 4244)
@@ -169,10 +171,6 @@ def _reference(op_dir: Path, gate: dict[str, Any] | None):
     return getattr(module, ref["function"], None)
 
 
-def _tensor_args(values) -> list:
-    return [v for v in values if attestation._host_array(v) is not None]
-
-
 def _fresh(value, seed: int):
     """Same shape and dtype as ``value``, new data (floating: same mean/std; other: permuted)."""
     import numpy
@@ -190,16 +188,20 @@ def _output(call: dict[str, Any]):
     return call["args"][call["written"][0]] if call["written"] else call["result"]
 
 
-def _figures(actual, reference, ref_args, gate) -> dict[str, Any]:
+def _figures(actual, reference, call: tuple, received: list, gate) -> dict[str, Any]:
+    """``actual`` against the reference called like the golden factory's case (``reference_call``),
+    its tensors taken from ``received`` (what the op or wrapper was given)."""
+    fargs, fkwargs, where = call
+    ref_args, ref_kwargs = reference_call.arguments(fargs, fkwargs, where, received)
     try:
-        expected = reference(*ref_args)
+        expected = reference(*ref_args, **ref_kwargs)
     except Exception as exc:  # the reference cannot take these inputs: work moved into them
-        return {"error": f"reference({len(ref_args)} tensors) raised {type(exc).__name__}: {exc}"}
+        return {"error": f"reference({len(ref_args)} args) raised {type(exc).__name__}: {exc}"}
     figures = precision.matched(actual, expected, gate)
     return {**figures, "meets_frozen_gate": precision.meets(figures, gate)}
 
 
-def _probe_calls(module, recorder: OpRecorder, first: dict[str, Any], op_name: str, reference, gate) -> list[dict]:
+def _probe_calls(module, recorder: OpRecorder, first: dict[str, Any], reference, call: tuple, gate) -> list[dict]:
     import numpy
     wrapper = getattr(module, first["record"]["caller"], None)
     direct = not callable(wrapper) or first["record"]["caller"].startswith("test_")
@@ -210,16 +212,18 @@ def _probe_calls(module, recorder: OpRecorder, first: dict[str, Any], op_name: s
             args = [numpy.empty_like(a) if i in first["written"] else _fresh(a, seed) for i, a in enumerate(first["args"])]
             result = recorder(*args)
             actual = args[first["written"][0]] if first["written"] else result
-            ref_args = [a for i, a in enumerate(args) if i not in first["written"]]
+            received = [a for i, a in enumerate(args) if i not in first["written"]]
         else:
-            args = [_fresh(a, seed) for a in first["caller_args"]]
-            actual, ref_args = wrapper(*args), args
+            received = [_fresh(a, seed) for a in first["caller_args"]]
+            actual = wrapper(*received)
         entry = {"seed": seed, "called": "op" if direct else first["record"]["caller"], "op_calls": len(recorder.calls)}
-        out.append({**entry, **_figures(actual, reference, _tensor_args(ref_args), gate)})
+        out.append({**entry, **_figures(actual, reference, call, received, gate)})
     return out
 
 
-def correctness(module, function, op_dir: Path, manifest, case_id: str, op_name: str, runner: Path) -> dict:
+def correctness(module, function, op_dir: Path, manifest, case_id: str, op_name: str, runner: Path,
+                factory: tuple | str) -> dict:
+    """``factory``: the golden factory's ``(args, kwargs, source)`` of the case, or why there is none."""
     target = getattr(module, op_name, None)
     if not callable(target):
         raise ContractError(runner, "--op-name", f"{op_name!r} is not a function of the runner", "freeze the exact name")
@@ -240,11 +244,20 @@ def correctness(module, function, op_dir: Path, manifest, case_id: str, op_name:
         out.update(frozen_gate=gate, gate_dtype=dtype)
         if gate is None or reference is None:
             return {**out, "problem": "no frozen precision gate or reference for this dtype"}
+        if isinstance(factory, str):
+            return {**out, "problem": f"the reference call cannot be built: {factory}"}
         direct = first["record"]["caller"].startswith("test_") or not callable(getattr(module, first["record"]["caller"], None))
-        ref_args = ([a for i, a in enumerate(first["args"]) if i not in first["written"]] if direct
-                    else first["caller_args"])
-        out["measured"] = _figures(_output(first), reference, _tensor_args(ref_args), gate)
-        out["probes"] = _probe_calls(module, recorder, first, op_name, reference, gate)
+        received = ([a for i, a in enumerate(first["args"]) if i not in first["written"]] if direct
+                    else list(first["caller_args"]))
+        fargs, fkwargs, source = factory
+        try:
+            call = (fargs, fkwargs, reference_call.plan(fargs, fkwargs, received))
+        except ValueError as exc:
+            return {**out, "problem": f"the reference call cannot be built: {exc}"}
+        ref_args, ref_kwargs = reference_call.arguments(*call, received)
+        out["reference_call"] = {"factory": source, "arguments": reference_call.describe(ref_args, ref_kwargs)}
+        out["measured"] = _figures(_output(first), reference, call, received, gate)
+        out["probes"] = _probe_calls(module, recorder, first, reference, call, gate)
         return out
     finally:
         setattr(module, op_name, target)
@@ -301,10 +314,16 @@ def main(argv=None) -> int:
     manifest = load_manifest(args.manifest, check_schema=False)
     known_case(manifest, args.case_id, args.manifest)
     op_dir, runner = Path(args.op_dir).resolve(), Path(args.runner).resolve()
+    factory: tuple | str = "not needed"
+    if args.mode == "correctness":  # built before the test module runs (it cannot patch the factory)
+        try:
+            factory = reference_call.factory_case(op_dir, manifest, args.case_id)
+        except PerftuneError as exc:
+            factory = exc.line()
     module = load_runner_module(runner, op_dir)
     function = case_function(module, manifest, args.case_id, args.manifest)
     if args.mode == "correctness":
-        result = correctness(module, function, op_dir, manifest, args.case_id, args.op_name, runner)
+        result = correctness(module, function, op_dir, manifest, args.case_id, args.op_name, runner, factory)
     else:
         base_runner = Path(args.paired_runner).resolve()
         base = load_runner_module(base_runner, op_dir, name=f"{base_runner.stem}__gap_baseline")

@@ -10,7 +10,7 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-from .text import MISSING, fmt, fmt_ci
+from .text import MISSING, ci_methods, fmt, fmt_ci, unproven_note
 
 
 def _row(cells: list[str]) -> str:
@@ -28,9 +28,10 @@ def _header(perf: Mapping[str, Any]) -> list[str]:
         f"- Paired (interleaved) final round: {'yes, baseline version ' + str(perf['paired_baseline_version']) if perf['paired'] else 'no'}",
         f"- Protocol: backend `{p['backend']}`, device {p['device_id']}, seed {p['seed']}, warm-up {p['warmup']}, "
         f"repeats {p['repeats']}, op name `{p['op_name']}`, selector `{p['selector_kind'] or MISSING}`, "
-        f"aggregation `{p['aggregation']}`",
+        f"aggregation `{p['aggregation']}`, processes per case {p.get('processes', 1)}",
         f"- Decision rule (frozen): `{d['method']}`, confidence {d['confidence']}, {d['resamples']} resamples, "
-        f"rng_seed {d['rng_seed']}, noise band {d['noise_band']}, min_repeats {d['min_repeats']}",
+        f"rng_seed {d['rng_seed']}, noise band {d['noise_band']}, min_repeats {d['min_repeats']}; CI "
+        f"`{ci_methods(perf)}`",
         f"- Manifest: `{perf['manifest']['path']}` sha256 `{perf['manifest']['sha256'][:16]}`",
         f"- Golden contract: {'`' + golden['path'] + '`' if golden else 'not available'}",
         f"- Valid cases: {perf['n_cases_valid']} / {perf['n_cases_total']}",
@@ -85,7 +86,7 @@ def _targets(perf: Mapping[str, Any]) -> list[str]:
         "",
         f"- Default target `{perf['default_target_metric']} >= {perf['default_target_threshold']}` over every P0 "
         f"case: **{perf['default_target_status']}** (valid_for_target_met: {'yes' if perf['valid_for_target_met'] else 'no'})",
-        f"- User target: {('`' + user['metric'] + ' >= ' + str(user['threshold']) + '` over the target cases: **' + user['status'] + '**') if user else 'none declared in SPEC.md'}",
+        f"- User target: {('`' + user['metric'] + ' >= ' + str(user['threshold']) + '` over the target cases: **' + user['status'] + '**' + unproven_note(user)) if user else 'none declared in SPEC.md'}",
         f"- Effective target ({eff['source']}): **{eff['status']}**",
         "- `golden_reference_ratio` = golden per-iteration time / final time is an ideal reference, "
         "**not** a baseline-to-final speed-up.",

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .text import MISSING, fmt, fmt_ci
+from .text import MISSING, fmt, fmt_ci, unproven_note
 
 
 @dataclass(frozen=True)
@@ -60,7 +60,8 @@ def _results(inp: FinalInputs) -> list[str]:
              f"**{perf['default_target_status']}**"
     user = perf.get("user_target")
     if user:
-        target += f"; user target ({user['metric']} ≥ {user['threshold']}): **{user['status']}** (takes precedence)"
+        target += (f"; user target ({user['metric']} ≥ {user['threshold']}): **{user['status']}**{unproven_note(user)} "
+                   "(takes precedence)")
     return ["## 2. Baseline vs final", "",
             f"Baseline round `{perf['baseline_collection_id']}`, final round `{perf['final_collection_id']}`"
             f"{' (paired, interleaved with the baseline snapshot)' if perf['paired'] else ''}.", ""] + \
@@ -70,6 +71,24 @@ def _results(inp: FinalInputs) -> list[str]:
          f"Target: {target}. The golden ratio is an ideal reference, not a speed-up and never a gate.", ""]
 
 
+def _cell(text: str) -> str:
+    """A whole text as one table cell: never cut, pipes escaped, line breaks joined."""
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def _reason(item: dict[str, Any]) -> str:
+    """Why the item ended where it did: its reason code, else its applicability grounds, else the
+    note of its last status change."""
+    if item.get("reason_code"):
+        return item["reason_code"]
+    state = (item.get("applicability") or {}).get("state")
+    grounds = (item.get("applicability") or {}).get("grounds")
+    if state and grounds:
+        return f"{state}: {grounds}"
+    notes = [h.get("note") for h in item.get("history") or [] if h.get("note")]
+    return notes[-1] if notes else MISSING
+
+
 def _ledger(inp: FinalInputs) -> list[str]:
     if not inp.ledger:
         return ["## 3. Optimisation ledger", "", "No ledger found.", ""]
@@ -77,8 +96,8 @@ def _ledger(inp: FinalInputs) -> list[str]:
     for item in inp.ledger["items"]:
         ev = item.get("evidence") or {}
         formal = ", ".join(ev.get("formal") or []) or MISSING
-        rows.append([item["item_id"], item["source_kind"], item["status"], item.get("reason_code") or "",
-                     formal, (ev.get("mechanism") or "").replace("|", "/")[:90]])
+        rows.append([item["item_id"], item["source_kind"], item["status"], _cell(_reason(item)),
+                     formal, _cell(ev.get("mechanism") or MISSING)])
     sweep = inp.ledger.get("sweep") or {}
     return ["## 3. Optimisation ledger", ""] + \
         _table(["item", "source", "status", "reason", "formal evidence", "mechanism"], rows) + \
@@ -123,7 +142,17 @@ def _terminal(inp: FinalInputs) -> list[str]:
             residual.append(f"- {c['case']}: {roof['reason']}")
     return ["## 5. Terminal evidence per P0 case", ""] + \
         _table(["case", "roofline", "fraction of roof", "binding roof", "pipeline", "scalar dominant"], rows) + \
+        _roof_sources(inp.terminal) + \
         ["### Residual bottlenecks", ""] + (residual or ["- none beyond the binding roof"]) + [""]
+
+
+def _roof_sources(terminal: dict[str, Any]) -> list[str]:
+    """Where each roof comes from: the platform file, each peak's status and its recorded source."""
+    plat = terminal["cases"][0]["roofline_terminal"].get("platform") or {}
+    status, source = plat.get("peak_status") or {}, plat.get("peak_source") or {}
+    path = (plat.get("file") or {}).get("path", MISSING)
+    return [f"Roof sources (platform `{plat.get('platform_id', MISSING)}`, file `{path}`):", ""] + \
+        [f"- `{key}`: {status[key]}; {_cell(source.get(key) or 'source not recorded')}" for key in sorted(status)] + [""]
 
 
 def render(inp: FinalInputs) -> str:

@@ -54,6 +54,17 @@ def evidence_paths(root: Path) -> list[str]:
     return found
 
 
+def roof_sources(platform: dict | None) -> tuple[str, str]:
+    """Where the compute and the bandwidth roof come from: the platform file's peaks and their status
+    (compute: every peak but the bandwidth one, e.g. arithmetic and transcendental)."""
+    plat = platform or {}
+    path, status = (plat.get("file") or {}).get("path", "platform file not recorded"), plat.get("peak_status") or {}
+    memory = "memory_bytes_per_s"
+    compute = [k for k in sorted(status) if k != memory] or ["arithmetic_ops_per_s"]
+    return (f"{path} " + ", ".join(f"peaks.{k} {status.get(k, 'status not recorded')}" for k in compute),
+            f"{path} peaks.{memory} {status.get(memory, 'status not recorded')}")
+
+
 def _figures(root: Path, task: str, selection: dict | None, terminal: dict | None) -> dict[str, str]:
     out, figures = {}, root / protocol.FIGURES_DIR
     if selection and selection.get("candidates"):
@@ -61,7 +72,9 @@ def _figures(root: Path, task: str, selection: dict | None, terminal: dict | Non
         path = final_plots.candidate_scores(
             [r["version_id"] for r in rows], [r.get("score") for r in rows], [r.get("ci") for r in rows],
             [bool(r.get("in_tie_set")) for r in rows], selection.get("chosen"), selection["rule"]["delta"],
-            figures / "candidate_scores.png", f"{task}: candidate suite scores (tie set hatched)")
+            figures / "candidate_scores.png", f"{task}: candidate suite scores vs the baseline",
+            reasons=[r.get("ineligible_reason") for r in rows],
+            metric=selection["rule"].get("aggregate_metric", protocol.AGGREGATE_METRIC))
         out["Candidate scores and the tie set"] = fsio.display_path(path, root)
     if terminal and terminal["cases"]:
         names, ai, rate, peaks = [], [], [], []
@@ -73,7 +86,8 @@ def _figures(root: Path, task: str, selection: dict | None, terminal: dict | Non
             rate.append(ops / roof["measured_us"] / 1e3 if roof.get("measured_us") else None)
             peaks.append((ops / roof["compute_floor_us"] / 1e3, roof["necessary_bytes"] / roof["memory_floor_us"] / 1e3))
         path = final_plots.roofline(names, ai, rate, peaks[0][0], peaks[0][1], figures / "roofline.png",
-                                    f"{task}: roofline of the final version per P0 case")
+                                    f"{task}: roofline of the final version per P0 case",
+                                    sources=roof_sources(terminal["cases"][0]["roofline_terminal"].get("platform")))
         out["Roofline per P0 case"] = fsio.display_path(path, root)
     return out
 

@@ -12,6 +12,18 @@ from typing import Any
 MISSING = "n/a"
 
 
+def unproven_note(user: dict | None) -> str:
+    """Why a speed-up target is ``unproven``: its inconclusive/insufficient target cases (else '')."""
+    cases = (user or {}).get("unproven_cases")
+    return f" (inconclusive or insufficient target cases: {', '.join(cases)}; points alone never meet it)" if cases else ""
+
+
+def ci_methods(perf: Mapping[str, Any]) -> str:
+    """Which CI the per-case verdicts used (``two_level_bootstrap`` over processes, ``bootstrap``)."""
+    used = sorted({r.get("ci_method") for r in perf["per_case"] if r.get("ci_method")})
+    return ", ".join(used) or MISSING
+
+
 def fmt(value: Any, spec: str = ".4g") -> str:
     """A number with ``spec``; ``None`` is ``n/a`` (missing is never zero)."""
     if value is None:
@@ -59,9 +71,10 @@ def _header_lines(perf: Mapping[str, Any]) -> list[str]:
         f"  paired={'yes' if perf['paired'] else 'no'}",
         f"protocol: backend={p['backend']} device={p['device_id']} seed={p['seed']} warmup={p['warmup']} "
         f"repeats={p['repeats']} op_name={p['op_name']} selector={p['selector_kind'] or MISSING} "
-        f"aggregation={p['aggregation']}",
+        f"aggregation={p['aggregation']} processes={p.get('processes', 1)}",
         f"decision: {d['method']} confidence={d['confidence']} resamples={d['resamples']} "
-        f"rng_seed={d['rng_seed']} noise_band={d['noise_band']} min_repeats={d['min_repeats']}",
+        f"rng_seed={d['rng_seed']} noise_band={d['noise_band']} min_repeats={d['min_repeats']} "
+        f"ci={ci_methods(perf)}",
         f"manifest: {perf['manifest']['path']} sha256={perf['manifest']['sha256'][:16]}",
         f"golden:   {golden['path'] + ' sha256=' + golden['sha256'][:16] if golden else 'not available'}",
         f"cases:    {perf['n_cases_valid']}/{perf['n_cases_total']} valid; target (T): "
@@ -83,7 +96,8 @@ def render_performance_log(perf: Mapping[str, Any]) -> str:
         f"ci={fmt_ci(suite['ci'])} geomean_speedup={fmt(suite['geomean_speedup'], '.4f')} ({suite['reason_code']})",
         f"default target: {perf['default_target_metric']} >= {perf['default_target_threshold']} over P0 cases: "
         f"{perf['default_target_status']} (valid_for_target_met={'yes' if perf['valid_for_target_met'] else 'no'})",
-        f"user target:    {user['metric'] + ' >= ' + str(user['threshold']) + ': ' + user['status'] if user else 'none'}",
+        f"user target:    {user['metric'] + ' >= ' + str(user['threshold']) + ': ' + user['status'] if user else 'none'}"
+        + unproven_note(user),
         "note: golden_reference_ratio is an ideal reference, NOT a baseline-to-final speed-up.",
         f"slower target cases: {', '.join(perf['slower_target_cases']) or 'none'}",
     ]

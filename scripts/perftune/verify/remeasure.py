@@ -30,7 +30,7 @@ from typing import Any
 
 from .. import fsio
 from ..contract import manifest as manifest_mod
-from ..contract import protocol
+from ..contract import op_name, protocol
 from ..decide import candidates, stats
 from ..errors import ContractError, PerftuneError
 from ..measure import attestation, collect, evidence, probes
@@ -127,8 +127,9 @@ def moved_work(gap: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
 def _attempt(ctx, base_spec, case, case_dir: Path, delivered: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
     cand, basel, _order = collect._paired_case(ctx, base_spec, case, case_dir)
     final_us = [r.duration_us for r in cand]
+    groups = [r.process for r in cand] if all(r.process is not None for r in cand) else None
     again = stats.compare_samples([r.duration_us for r in basel], final_us, ctx.protocol.decision, paired=True,
-                                  aggregation=ctx.protocol.aggregation)
+                                  aggregation=ctx.protocol.aggregation, groups_b=groups, groups_c=groups)
     miss = reproduction_problem(delivered, again, final_us)
     return {"speedup": again.point, "speedup_ci": [again.ci_low, again.ci_high], "verdict": again.verdict,
             "baseline_samples_us": [r.duration_us for r in basel], "final_samples_us": final_us,
@@ -167,8 +168,8 @@ def run(op_dir: Path, man: manifest_mod.Manifest, perf: dict[str, Any], base: ev
             attempts.append(row)
             if miss is None:
                 break
-        gap = probes.run(op_dir, ctx.spec.runner, ctx.manifest_path, case.id, ctx.spec.op_name, mode="gap",
-                         paired_runner=base_spec.runner, calls=GAP_CALLS, device_id=ctx.spec.device_id)
+        gap = probes.run(op_dir, ctx.spec.runner, ctx.manifest_path, case.id, op_name.python_op(man) or "-",
+                         mode="gap", paired_runner=base_spec.runner, calls=GAP_CALLS, device_id=ctx.spec.device_id)
         fsio.write_json(case_dir / "gap.json", gap)
         figures, moved = moved_work(gap)
         if miss:

@@ -5,7 +5,9 @@ Each function returns ``(category, message)`` pairs; an empty list is PASS.
 - :func:`attestation_problems`: every repeat of the baseline, every ranked candidate and the final
   round recorded what the timed call received (``attestation.json``); the inputs' shapes and
   dtypes equal the manifest case; the input digests are one set per case across all those rounds
-  and equal the inputs the verifier rebuilds from the golden factory with seed 42.
+  and equal the inputs the verifier rebuilds from the golden factory with seed 42 (the golden
+  report's factory, else the operator format's frozen ``<name>_golden.py:golden_cases``). A timed
+  call whose runner could not wrap the op (``unavailable``) or recorded no call has no attestation.
 - :func:`precision_problems`: the correctness run of the delivered code applied the frozen
   precision gate (thresholds recorded by the probe runner, not scraped), its measured figures meet
   it, the reference module is the frozen one, and both caching probes (new data, same shapes)
@@ -25,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import fsio
+from ..contract import golden_source
 from ..contract import manifest as manifest_mod
 from ..contract import protocol
 from ..decide import candidates
@@ -41,10 +44,12 @@ def _groups(case: manifest_mod.Case) -> tuple[list[list[int]], list[str]]:
     return shapes, dtypes * len(shapes) if len(dtypes) == 1 else dtypes
 
 
-def _round_records(rnd: evidence.RoundEvidence, case_id: str) -> tuple[list[dict], int]:
-    """Every attestation of one case of a round (both arms when paired) and how many are missing."""
+def _round_records(rnd: evidence.RoundEvidence, case_id: str) -> tuple[list[dict], int, str]:
+    """Every attestation of one case of a round (both arms when paired), how many timed calls have
+    none (a missing or unreadable file, a runner that could not wrap the op, no recorded call), and
+    the first reason given."""
     case_dir = rnd.cases[case_id].path
-    found, missing = [], 0
+    found, missing, why = [], 0, ""
     for index in range(1, rnd.collection["repeats"] + 1):
         repeat = case_dir / f"repeat_{index:03d}"
         for folder in ([repeat / "baseline", repeat / "candidate"] if rnd.paired else [repeat]):
@@ -54,9 +59,13 @@ def _round_records(rnd: evidence.RoundEvidence, case_id: str) -> tuple[list[dict
             except PerftuneError:
                 missing += 1
                 continue
-            if isinstance(obj, dict) and "unavailable" not in obj:  # msprof without a Python launcher: disclosed
-                found += obj["calls"] if isinstance(obj.get("calls"), list) else [obj]
-    return found, missing
+            calls = (obj["calls"] if isinstance(obj.get("calls"), list) else [obj]) if isinstance(obj, dict) else []
+            if not isinstance(obj, dict) or "unavailable" in obj or not calls:
+                missing += 1
+                why = why or str(obj.get("unavailable", "no call recorded") if isinstance(obj, dict) else "not an object")
+                continue
+            found += calls
+    return found, missing, why
 
 
 def _key(record: dict) -> tuple:
@@ -64,19 +73,16 @@ def _key(record: dict) -> tuple:
 
 
 def rebuild_golden(op_dir: Path, man: manifest_mod.Manifest) -> tuple[dict[str, list[tuple]] | None, str | None]:
-    """Inputs the golden factory builds with seed 42 (a subprocess), keyed per case; or a problem."""
-    report_path = op_dir / protocol.GOLDEN_REPORT_NAME
+    """Inputs the golden factory builds with seed 42 (a subprocess), keyed per case; or a problem.
+    The factory: the golden report's, else the operator format's frozen one (``contract/golden_source``)."""
     try:
-        source = fsio.read_json(report_path, what="golden report")["golden_source"]
-        golden = fsio.safe_join(op_dir, source["path"], field="golden_source.path")
-    except (PerftuneError, KeyError, TypeError) as exc:
-        return None, f"cannot rebuild the inputs: no usable golden report ({exc})"
-    if not golden.is_file() or fsio.sha256_file(golden) != source.get("sha256"):
-        return None, f"golden module {source.get('path')} changed after the golden contract was collected"
+        source = golden_source.resolve(op_dir)
+    except PerftuneError as exc:
+        return None, f"cannot rebuild the inputs: {exc.line()}"
     with tempfile.TemporaryDirectory(prefix="perftune_golden_inputs_") as scratch:
         out = Path(scratch) / "inputs.json"
-        argv = [sys.executable, "-m", "perftune.measure.attestation", "--golden", str(golden), "--factory",
-                str(source.get("factory")), "--manifest", str(op_dir / protocol.MANIFEST_NAME), "--output", str(out)]
+        argv = [sys.executable, "-m", "perftune.measure.attestation", "--golden", str(source.path), "--factory",
+                source.factory, "--manifest", str(op_dir / protocol.MANIFEST_NAME), "--output", str(out)]
         proc = subprocess.run(argv, cwd=op_dir, env=runner_env(0), capture_output=True, text=True, timeout=600)
         if proc.returncode != 0 or not out.is_file():
             tail = (proc.stderr.strip().splitlines() or ["no stderr"])[-1]
@@ -102,10 +108,10 @@ def attestation_problems(op_dir: Path, man: manifest_mod.Manifest, rounds: list[
         outputs: dict[tuple, str] = {}
         for rnd in rounds:
             where = f"{rnd.collection_id}/{case.id}"
-            records, missing = _round_records(rnd, case.id)
+            records, missing, why = _round_records(rnd, case.id)
             if missing:
                 out.append(("performance_evidence_invalid", f"{where}: {missing} timed call(s) without an input "
-                            "attestation (re-collect the round with this collector)"))
+                            f"attestation{' (' + why + ')' if why else ''} (re-collect the round with this collector)"))
             for record in records:
                 seen.setdefault(_key(record), where)
                 outputs.setdefault(tuple((tuple(o["shape"]), o["dtype"]) for o in record.get("outputs", [])

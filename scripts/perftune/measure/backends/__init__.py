@@ -2,18 +2,23 @@
 
 A new backend is one module with a :class:`~.base.Backend` subclass plus one line in
 ``_REGISTRY``. Modules are imported on first use, so a machine without CANN still runs the cpu
-backend (and the registry, importing them by name, forms no import cycle with ``base``).
+backend (and the registry, importing them by name, forms no import cycle with ``base``). The
+names of :mod:`.base` re-exported here load on first access too: the per-repeat subprocesses
+(``case_adapter``, ``cpu_runner``) live in this package, and importing them must not pull the
+parent's machinery (tests/measure/test_subprocess_imports.py).
 """
 
 from __future__ import annotations
 
 import importlib
 import shutil
+from typing import TYPE_CHECKING
 
 from ...contract import protocol
 from ...errors import ContractError, EnvError
-from .base import (Backend, RepeatResult, RunSpec, Selector, choose_selector, device_env, preflight,
-                   repeat_dir_name, runner_env)
+
+if TYPE_CHECKING:
+    from .base import Backend
 
 # backend name -> (module inside this package, class name)
 _REGISTRY: dict[str, tuple[str, str]] = {
@@ -21,6 +26,8 @@ _REGISTRY: dict[str, tuple[str, str]] = {
     "msprof": ("msprof", "MsprofBackend"),
     "pypto-sim": ("pypto_sim", "PyptoSimBackend"),
 }
+_FROM_BASE = ("Backend", "RepeatResult", "RunSpec", "Selector", "choose_selector", "device_env", "preflight",
+              "repeat_dir_name", "runner_env")
 
 
 def get_backend(name: str) -> Backend:
@@ -40,5 +47,12 @@ def get_backend(name: str) -> Backend:
     return getattr(module, class_name)()
 
 
-__all__ = ["Backend", "RepeatResult", "RunSpec", "Selector", "choose_selector", "device_env",
-           "get_backend", "preflight", "repeat_dir_name", "runner_env"]
+def __getattr__(name: str):
+    """``Backend``, ``RunSpec``, ``runner_env``, ...: :mod:`.base` is imported on first access."""
+    if name in _FROM_BASE:
+        from . import base
+        return getattr(base, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = ["get_backend", *_FROM_BASE]

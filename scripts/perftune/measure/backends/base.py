@@ -66,6 +66,7 @@ class RunSpec:
     selector: Selector
     manifest_path: Path | None = None
     timeout_s: float = DEFAULT_TIMEOUT_S
+    processes: int = 1  # fresh processes a case's repeats are spread over (frozen protocol.processes)
 
     @property
     def manifest_file(self) -> Path:
@@ -74,12 +75,14 @@ class RunSpec:
 
 @dataclass(frozen=True)
 class RepeatResult:
-    """One repeat: the canonical duration, how many target calls/rows, optional bound route."""
+    """One repeat: the canonical duration, how many target calls/rows, optional bound route, and the
+    index of the process that measured it (None: not recorded, i.e. a round from before processes)."""
 
     duration_us: float
     calls: int
     bound_route: dict[str, Any] | None
     raw_files: tuple[str, ...]
+    process: int | None = None
 
 
 def repeat_dir_name(index: int) -> str:

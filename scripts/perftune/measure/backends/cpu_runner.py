@@ -1,8 +1,9 @@
 """The cpu backend's measured process: one case per process, as on the NPU.
 
-It imports the op's test module, replaces the module global named by the frozen op name (e.g.
-``softmax_kernel``) with a timing shim and calls the case's ``test_function``: ``--warmup``
-untimed calls, then ``--repeats`` timed calls. ``random``/``numpy`` are seeded with 42 before every
+One process measures one block of a case's repeats (the parent starts ``protocol.processes`` of
+them per case, docs/cpu-backend.md). It imports the op's test module, replaces the module global
+named by the frozen op name (e.g. ``softmax_kernel``) with a timing shim and calls the case's
+``test_function``: ``--warmup`` untimed calls, then ``--repeats`` timed calls. ``random``/``numpy`` are seeded with 42 before every
 test call. One full ``gc.collect()`` + ``gc.freeze()`` runs before the first call, never between
 calls: a collection right before a sample walks the whole heap and leaves the caches cold, which
 inflated µs-scale kernels up to 30x against ``timeit`` (docs/benchmarks.md §3). The shim disables
@@ -17,6 +18,7 @@ carries exactly one ``PYPTO_PERF_SELECTED_CASE=<id>`` line. Unknown case id: exi
 usage:
   python -m perftune.measure.backends.cpu_runner --op-dir DIR --runner FILE --manifest FILE --case-id ID
       --op-name NAME --warmup N --repeats N --output FILE [--mode time|profile]
+      [--paired-runner FILE --first-repeat N]
 """
 
 from __future__ import annotations
@@ -99,11 +101,13 @@ def time_case(module, function, op_name: str, warmup: int, repeats: int, source:
 
 
 def time_paired(arms: dict[str, tuple[object, object]], op_name: str, warmup: int, repeats: int,
-                source: str) -> dict:
+                source: str, first_repeat: int = 0) -> dict:
     """Interleave the ``baseline`` and ``candidate`` arms in one process, per repeat.
 
-    Repeat k runs baseline first when k is odd and candidate first when k is even (warm-ups too),
-    so slow drift and "always second" effects cancel; the order of every repeat is returned.
+    Round-wide repeat k (= ``first_repeat`` + the index in this process + 1; a round spread over
+    several processes passes the index of its first repeat) runs baseline first when k is odd and
+    candidate first when k is even (warm-ups too), so slow drift and "always second" effects cancel
+    across processes as well; the order of every repeat is returned.
     """
     shims = {arm: _shim(module, op_name, f"{source} ({arm})") for arm, (module, _f) in arms.items()}
     _settle_heap()
@@ -111,7 +115,7 @@ def time_paired(arms: dict[str, tuple[object, object]], op_name: str, warmup: in
     order = []
     try:
         for index in range(warmup + repeats):
-            sequence = ["baseline", "candidate"] if (index - warmup) % 2 == 0 else ["candidate", "baseline"]
+            sequence = ["baseline", "candidate"] if (first_repeat + index - warmup) % 2 == 0 else ["candidate", "baseline"]
             for arm in sequence:
                 result = _one_call(shims[arm][1], arms[arm][1], op_name, index, f"{source} ({arm})")
                 if index >= warmup:
@@ -162,6 +166,8 @@ def main(argv=None) -> int:
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--mode", choices=("time", "profile"), default="time")
     parser.add_argument("--paired-runner", help="saved baseline runner, interleaved per repeat (time mode)")
+    parser.add_argument("--first-repeat", type=int, default=0,
+                        help="round-wide index (from 0) of this process's first repeat (paired arm order)")
     args = parser.parse_args(argv)
     manifest = load_manifest(args.manifest, check_schema=False)  # the parent validated it
     known_case(manifest, args.case_id, args.manifest)
@@ -176,7 +182,7 @@ def main(argv=None) -> int:
             base = load_runner_module(base_runner, op_dir, name=f"{base_runner.stem}__paired_baseline")
             arms = {"baseline": (base, case_function(base, manifest, args.case_id, args.manifest)),
                     "candidate": (module, function)}
-            result = time_paired(arms, args.op_name, args.warmup, args.repeats, str(runner))
+            result = time_paired(arms, args.op_name, args.warmup, args.repeats, str(runner), args.first_repeat)
         else:
             result = {"samples": time_case(module, function, args.op_name, args.warmup, args.repeats,
                                            str(runner))}
