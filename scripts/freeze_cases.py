@@ -11,7 +11,7 @@ round exists, keeping the old one in docs/perf/manifest_history/ (refused after 
 usage:
   freeze_cases.py freeze --op-dir DIR --target-case-ids ID [ID ...] --selection-mode MODE
                          --backend cpu|msprof|pypto-sim (--op-name NAME | --op-name-from RECORD [--op-name NAME])
-                         [--device N] [--warmup N] [--repeats N] [--replace REASON] [--sim-arch A2A3|A5] [--json]
+                         [--device N] [--warmup N] [--repeats N] [--remeasure-budget-s S] [--replace REASON] [--sim-arch A2A3|A5] [--json]
   freeze_cases.py validate --op-dir DIR [--json]
   freeze_cases.py show --op-dir DIR [--json]
 
@@ -34,10 +34,9 @@ from pathlib import Path
 
 from perftune import fsio
 from perftune.contract import freeze as freezing, frozen_inputs, manifest, op_name, protocol
-from perftune.measure import evidence
 from perftune.argv import add_json_flag, parser_from_doc
 from perftune.errors import ContractError, run_cli
-from perftune.measure import discovery
+from perftune.measure import discovery, evidence
 from perftune.measure.backends import pypto_sim
 
 
@@ -65,6 +64,7 @@ def build_parser():
     freeze.add_argument("--aggregate-metric", choices=protocol.AGGREGATE_METRICS, default=protocol.AGGREGATE_METRIC)
     freeze.add_argument("--multiplicity", choices=protocol.MULTIPLICITY, default="bonferroni")
     freeze.add_argument("--max-remeasurements", type=int, default=protocol.DEFAULT_MAX_REMEASUREMENTS)
+    freeze.add_argument("--remeasure-budget-s", type=float, default=protocol.DEFAULT_REMEASURE_BUDGET_S)
     freeze.add_argument("--processes", type=int, default=protocol.DEFAULT_PROCESSES,
                         help="processes a case's repeats are spread over (cpu; must divide --repeats)")
     freeze.add_argument("--sim-arch", default="A2A3", help="pypto-sim only: simulated chip (A2A3 or A5)")
@@ -95,7 +95,7 @@ def main(argv=None) -> int:
                       "multiplicity": args.multiplicity},
             promotion={"quick_min_speedup": args.quick_min_speedup, "rule": args.promotion_rule},
             aggregate_metric=args.aggregate_metric, max_remeasurements=args.max_remeasurements,
-            processes=args.processes,
+            processes=args.processes, remeasure_budget_s=args.remeasure_budget_s,
             simulator=pypto_sim.simulator_identity(args.sim_arch) if args.backend == "pypto-sim" else None)
         manifest.check_protocol_values(proto, "freeze_cases.py")
         with frozen_inputs.recorded(args.op_dir, replace=args.replace):

@@ -5,13 +5,14 @@ Runs the machine-checkable Stage 4 gates on test_<op>.py, then P1 files, P2 cont
 evidence, P4 numbers (recomputed from raw samples), P5 correctness, P6 target, P7 ledger and
 best-version closure, P8 terminal evidence, P9 measured inputs and precision gate = the frozen ones,
 P10 the verifier's own paired re-measurement (default on for cpu; archived in
-docs/perf/stage5_remeasure/). Every failure is reported with its evidence; one
-primary failure_category is chosen by the documented priority. Writes docs/perf/stage5_check.json
+docs/perf/stage5_remeasure/; its time budget is the frozen protocol.remeasure_budget_s, no flag).
+Every failure is reported with its evidence; one primary failure_category is chosen by the
+documented priority. Writes docs/perf/stage5_check.json
 and prints the verifier's text verdict. It never trusts numbers written by an agent.
 
 usage:
   stage5_check.py --op-dir DIR --target-case-ids ID [ID ...] --selection-mode MODE
-                  [--remeasure | --no-remeasure] [--remeasure-budget-s S] [--json]
+                  [--remeasure | --no-remeasure] [--json]
 
 example:
   python3 scripts/stage5_check.py --op-dir custom/softmax --target-case-ids r64_c4096_fp32 \
@@ -42,8 +43,6 @@ def build_parser():
                         help="do not re-run the tests when no recorded run matches the delivered code")
     parser.add_argument("--remeasure", action=argparse.BooleanOptionalAction, default=None,
                         help="re-measure final vs baseline code (default: on for cpu, off for msprof)")
-    parser.add_argument("--remeasure-budget-s", type=float, default=None,
-                        help="skip the re-measurement when the final round suggests it takes longer")
     add_json_flag(parser)
     return parser
 
@@ -51,7 +50,7 @@ def build_parser():
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     result = stage5.check(args.op_dir, args.target_case_ids, args.selection_mode, rerun_tests=not args.no_rerun,
-                          remeasure=args.remeasure, remeasure_budget_s=args.remeasure_budget_s)
+                          remeasure=args.remeasure)
     out = Path(args.op_dir) / protocol.PERF_DIR / protocol.STAGE5_CHECK_NAME
     verdict = result.as_dict()
     schemas.validate(verdict, "stage5_check", out)

@@ -31,10 +31,14 @@ def test_the_shipped_plan_parses_and_covers_the_example_sources():
     assert len(plan.sweep_findings) == 3
 
 
-def test_plan_refuses_an_unknown_parent_and_a_closure_with_both_forms():
+def test_plan_refuses_a_field_the_run_ignores_a_duplicate_id_and_a_closure_with_both_forms():
     bad = copy.deepcopy(PLAN)
-    bad["variants"][1]["parent"] = "v9"
-    with pytest.raises(ContractError, match="variants\\[1\\].version_id"):
+    bad["variants"][1]["parent"] = "v1_fp32_accum"     # each experiment runs on the current best
+    with pytest.raises(ContractError, match="variants\\[1\\].parent: is not a field of an experiment"):
+        demo_plan.parse_plan(bad)
+    bad = copy.deepcopy(PLAN)
+    bad["variants"][1]["version_id"] = "v1_fp32_accum"
+    with pytest.raises(ContractError, match="variants\\[1\\].version_id: 'v1_fp32_accum' duplicates"):
         demo_plan.parse_plan(bad)
     bad = copy.deepcopy(PLAN)
     bad["closures"][0]["same_as"] = "general-13"

@@ -169,10 +169,10 @@ PLAN = {
     "protocol": {"backend": "cpu", "op_name": "gelu_kernel", "target_case_ids": "all_p0",
                  "selection_mode": "all_p0_no_questions", "warmup": 1, "repeats": 5, "noise_band": 0.05},
     "variants": [
-        {"version_id": "v1_fp32_inplace", "parent": "v000", "item_id": "gm-narrow", "source_kind": "general_method",
+        {"version_id": "v1_fp32_inplace", "item_id": "gm-narrow", "source_kind": "general_method",
          "hypothesis": "float32 in place removes the float64 copy and every temporary",
          "expected_metric": "kernel time down on both cases"},
-        {"version_id": "v2_rowloop", "parent": "v1_fp32_inplace", "item_id": "gm-rows",
+        {"version_id": "v2_rowloop", "item_id": "gm-rows",
          "source_kind": "general_method", "hypothesis": "one row at a time keeps the row in L1",
          "expected_metric": "kernel time down if L1 locality binds; per-row overhead may dominate"},
     ],
@@ -229,6 +229,9 @@ def test_an_unseen_operator_reaches_pass_through_the_skill_steps(tmp_path):
     (lambda op: (op / "variants/v2_rowloop/test_gelu.py").unlink(), ["v2_rowloop", "has no test file"]),
     (lambda op: (op / "variants/variants.json").write_text(json.dumps({**PLAN, "protocol": {"backend": "cpu"}})),
      ["variants.json", "protocol.target_case_ids"]),
+    (lambda op: (op / "variants/variants.json").write_text(json.dumps({**PLAN, "variants": [
+        {**PLAN["variants"][0], "parent": "v000"}, PLAN["variants"][1]]})),
+     ["variants.json", "variants[0].parent: is not a field of an experiment", "remove it"]),
     (lambda op: (op / "SPEC.md").write_text(SPEC.split("## 4. Necessary work")[0]), ["SPEC.md", "Necessary work"]),
     (lambda op: (op / "SPEC.md").write_text(SPEC.replace("| tanh | transcendental |", "| tanh | magic |")),
      ["SPEC.md", "class 'magic' is unknown"]),

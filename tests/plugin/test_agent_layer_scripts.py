@@ -30,7 +30,8 @@ PLACEHOLDER = "<any>"
 AGREED: dict[str, dict[str | None, set[str]]] = {
     "freeze_cases.py": {
         "freeze": {"--op-dir", "--target-case-ids", "--selection-mode", "--backend", "--op-name",
-                   "--device", "--warmup", "--repeats", "--noise-band", "--replace", "--json"},
+                   "--device", "--warmup", "--repeats", "--noise-band", "--replace", "--remeasure-budget-s",
+                   "--json"},
         "validate": {"--op-dir", "--json"}, "show": {"--op-dir", "--json"}},
     "collect_golden_reference.py": {None: {"--function", "--factory", "--case-manifest", "--output-dir",
                                            "--device", "--warmup", "--repeats", "--seed", "--backend", "--json"}},
@@ -54,7 +55,7 @@ AGREED: dict[str, dict[str | None, set[str]]] = {
     "perf_report.py": {None: {"--op-dir", "--json"}},
     "stage4_gates.py": {None: {"--op-dir", "--json"}},
     "stage5_check.py": {None: {"--op-dir", "--target-case-ids", "--selection-mode", "--remeasure", "--no-remeasure",
-                               "--remeasure-budget-s", "--json"}},
+                               "--json"}},
     "orchestrator_state.py": {PLACEHOLDER: {"--op-dir", "--actor"}, "show": {"--op-dir", "--json"},
                               "confirm_stage5_entry": {"--op-dir", "--actor", "--authorization", "--evidence",
                                                        "--target-case-ids", "--selection-mode"}},

@@ -24,7 +24,7 @@ from perftune.report import formal
 
 TARGET = ["r64_c4096_fp32", "r512_c1024_fp32", "r64_c4096_fp16", "r1024_c256_fp16"]
 TEST = "test_softmax.py"
-KERNEL_DEF = 'def softmax_kernel(x, out):\n    """v2_inplace'
+KERNEL_DEF = 'def softmax_kernel(x, out):\n'  # whichever version the demo delivered
 LAUNCH = "    softmax_kernel(x, out)\n    return out\n"
 
 

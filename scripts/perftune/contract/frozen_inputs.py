@@ -10,7 +10,9 @@ round as well as after it.
 Frozen inputs (DESIGN S5-1): ``PERFORMANCE_CASES.json`` itself, ``SPEC.md``, ``KB_SELECTION.json``,
 ``module_interfaces.yaml`` and every ``*_golden*.py`` in the operator directory (those present at
 freeze). An operator frozen before this record existed has no ``FROZEN_INPUTS.json``; it is then not
-re-checked here (stage5_check's own checks still apply).
+re-checked here; stage5_check fails it (``verify/contract_history.py``). Every round records this
+file's record (:func:`round_record`, ``frozen_inputs`` in ``collection.json``), so stage5_check
+also sees the record rewritten after the baseline round.
 """
 
 from __future__ import annotations
@@ -40,6 +42,12 @@ def record(op_dir: str | Path) -> Path:
     root = Path(op_dir)
     files = {path.name: fsio.sha256_file(path) for path in frozen_files(root)}
     return fsio.write_json(root / RECORD_NAME, {"schema_version": 1, "files": files}, overwrite=False)
+
+
+def round_record(op_dir: str | Path) -> dict[str, dict]:
+    """``{"frozen_inputs": file record}`` for a round header; empty when there is no record."""
+    path = Path(op_dir) / RECORD_NAME
+    return {"frozen_inputs": fsio.file_record(path, op_dir)} if path.is_file() else {}
 
 
 @contextlib.contextmanager

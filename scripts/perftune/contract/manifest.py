@@ -14,6 +14,7 @@ A line ``user_target: <metric> >= <number>`` anywhere in SPEC.md declares the us
 from __future__ import annotations
 
 import ast
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -230,9 +231,17 @@ class Protocol:
         default = protocol.DEFAULT_PROMOTION if name == "promotion" else protocol.DEFAULT_ACCEPTANCE
         return {**default, **getattr(self, name)}
     simulator: dict[str, Any] | None = None   # pypto-sim: the frozen chip, pypto version, config sha256
+    remeasure_budget_s: float | None = None   # None: frozen before the field, the default applies
+
+    @property
+    def remeasure_budget(self) -> float:
+        """The frozen P10 re-measurement budget in seconds (the default for older manifests)."""
+        return protocol.DEFAULT_REMEASURE_BUDGET_S if self.remeasure_budget_s is None else self.remeasure_budget_s
 
     def as_dict(self) -> dict[str, Any]:
         extra = {"simulator": dict(self.simulator)} if self.simulator is not None else {}
+        if self.remeasure_budget_s is not None:
+            extra["remeasure_budget_s"] = self.remeasure_budget_s
         return {**extra,
             "backend": self.backend, "device_id": self.device_id, "seed": self.seed,
             "warmup": self.warmup, "repeats": self.repeats, "op_name": self.op_name,
@@ -282,7 +291,8 @@ def make_protocol(*, backend: str, device_id: int, warmup: int, repeats: int, op
                   acceptance: dict[str, Any] | None = None,
                   max_remeasurements: int = protocol.DEFAULT_MAX_REMEASUREMENTS,
                   processes: int = protocol.DEFAULT_PROCESSES,
-                  simulator: dict[str, Any] | None = None) -> Protocol:
+                  simulator: dict[str, Any] | None = None,
+                  remeasure_budget_s: float = protocol.DEFAULT_REMEASURE_BUDGET_S) -> Protocol:
     """A protocol with the DESIGN §4.1/§7 defaults filled in (deterministic backends: min_repeats 2)."""
     floor = {"min_repeats": protocol.DETERMINISTIC_MIN_REPEATS} if backend in protocol.DETERMINISTIC_BACKENDS else {}
     rule = {**protocol.DEFAULT_DECISION, **floor, **(decision or {})}
@@ -292,7 +302,8 @@ def make_protocol(*, backend: str, device_id: int, warmup: int, repeats: int, op
         aggregation=aggregation, decision=Decision(**rule),
         promotion={**protocol.DEFAULT_PROMOTION, **(promotion or {})}, aggregate_metric=aggregate_metric,
         acceptance={**protocol.DEFAULT_ACCEPTANCE, **(acceptance or {})},
-        max_remeasurements=max_remeasurements, processes=processes, simulator=simulator)
+        max_remeasurements=max_remeasurements, processes=processes, simulator=simulator,
+        remeasure_budget_s=float(remeasure_budget_s))
 
 
 def build_manifest(spec: SpecInfo, tests: dict[str, int], *, target_case_ids: list[str],
@@ -422,6 +433,10 @@ def check_protocol_values(proto: Protocol, source: str) -> None:
                       ("--max-remeasurements", not 0 <= proto.max_remeasurements <= 10)):
         if bad:  # processes must divide repeats (equal processes); a small frozen limit
             raise ContractError(source, flag, "is out of range", "processes divides --repeats; limit in 0..10")
+    budget = proto.remeasure_budget
+    if not (budget > 0 and math.isfinite(budget)):
+        raise ContractError(source, "--remeasure-budget-s", f"{budget} is not a positive number of seconds",
+                            f"use e.g. {protocol.DEFAULT_REMEASURE_BUDGET_S:g}")
     if not 0 <= proto.decision.noise_band < 1:
         raise ContractError(source, "--noise-band", f"{proto.decision.noise_band} not in [0, 1)",
                             "use a fraction such as 0.01")

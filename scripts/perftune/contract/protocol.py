@@ -61,6 +61,9 @@ ACCEPTANCE_RULES = ("suite_ci_low_above_one_no_slower_target",)
 DEFAULT_ACCEPTANCE = {"rule": "suite_ci_low_above_one_no_slower_target"}
 DEFAULT_MAX_REMEASUREMENTS = 1  # re-measurements (supersedes, confirm retries) per version
 DEFAULT_PROCESSES = 1           # processes a case's repeats are spread over (cpu backend)
+# stage5_check P10: the verifier skips its re-measurement (disclosed) when the final round's duration
+# suggests it takes longer than this; frozen at freeze, never a verifier flag (docs/stage5-check.md)
+DEFAULT_REMEASURE_BUDGET_S = 900.0
 RELATIVE_BAND_MIN_REPEATS = 3   # relative_band (upstream-compatible) floor: min(min_repeats, 3)
 
 VERDICTS = ("faster", "slower", "equivalent", "inconclusive", "insufficient")

@@ -3,8 +3,8 @@
 The plan is the operator folder's ``variants/variants.json`` (docs/operator-format.md): ``protocol``
 (what the dispatch and the engineer decide before freezing: backend, op name, target case ids or
 ``all_p0``, selection mode, warm-up, repeats, noise band), optional ``golden`` (function, factory),
-``variants[]`` (one experiment per version: ``version_id, parent, item_id, source_kind,
-hypothesis, expected_metric``), ``closures[]`` (items closed without an experiment: a status with
+``variants[]`` (one experiment per version: exactly ``version_id, item_id, source_kind,
+hypothesis, expected_metric``; each runs on the current best, so there is no ``parent``), ``closures[]`` (items closed without an experiment: a status with
 its note/grounds, or ``same_as`` another item's conclusion and evidence) and ``sweep`` (scope and
 findings of the final candidate sweep). It stands in for the agent's judgement, nothing else.
 
@@ -25,10 +25,12 @@ from typing import Any
 from ..errors import ContractError
 
 
+EXPERIMENT_FIELDS = ("version_id", "item_id", "source_kind", "hypothesis", "expected_metric")
+
+
 @dataclass(frozen=True)
 class Experiment:
     version_id: str
-    parent: str
     item_id: str
     source_kind: str
     hypothesis: str
@@ -78,17 +80,22 @@ def _field(entry: Any, key: str, source: str, where: str) -> str:
 
 
 def parse_plan(obj: Any, source: str = "variants.json") -> Plan:
-    """Validate and parse the plan; ids unique, parents known, closures either status or same_as."""
+    """Validate and parse the plan; ids unique, no field the run would ignore, closures either status or
+    same_as. An experiment has no ``parent``: it runs on the current best, which the measured acceptances
+    of the experiments before it decide (SKILL step 14), so a plan written before the results cannot name it."""
     if not isinstance(obj, dict) or not isinstance(obj.get("variants"), list):
         raise ContractError(source, "variants", "is missing", "list the experiments under 'variants'")
     experiments, seen = [], {"v000"}
     for i, entry in enumerate(obj["variants"]):
         where = f"variants[{i}]"
-        exp = Experiment(*(_field(entry, k, source, where) for k in (
-            "version_id", "parent", "item_id", "source_kind", "hypothesis", "expected_metric")))
-        if exp.version_id in seen or exp.parent not in seen:
-            raise ContractError(source, f"{where}.version_id", f"{exp.version_id!r} duplicates an id or its parent "
-                                f"{exp.parent!r} is not earlier", "order variants after their parents")
+        exp = Experiment(*(_field(entry, k, source, where) for k in EXPERIMENT_FIELDS))
+        extra = sorted(set(entry) - set(EXPERIMENT_FIELDS))
+        if extra:
+            raise ContractError(source, f"{where}.{extra[0]}", "is not a field of an experiment (each runs on the "
+                                "current best; docs/operator-format.md)", f"remove it; the fields are {list(EXPERIMENT_FIELDS)}")
+        if exp.version_id in seen:
+            raise ContractError(source, f"{where}.version_id", f"{exp.version_id!r} duplicates an earlier id",
+                                "give every variant its own version_id")
         seen.add(exp.version_id)
         experiments.append(exp)
     closures = []

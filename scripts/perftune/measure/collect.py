@@ -23,7 +23,7 @@ from typing import Any
 
 from . import evidence, fingerprint, scheduling
 from .. import fsio
-from ..contract import protocol, schemas
+from ..contract import frozen_inputs, protocol, schemas
 from .backends import get_backend
 from .backends.base import (Backend, RunSpec, choose_selector, preflight, repeat_dir_name,
                             write_evidence_status)
@@ -154,7 +154,8 @@ def _header(ctx: Context, collection_id: str, ident: dict[str, Any]) -> dict[str
             "device_id": ctx.protocol.device_id, "seed": ctx.protocol.seed, "warmup": ctx.protocol.warmup,
             "repeats": ctx.protocol.repeats, "expected_cases": list(ctx.manifest.case_ids),
             "performance_cases": ident["performance_cases"], "executable_sha256": ident["executable_sha256"],
-            "created_at": evidence.utc_now(), "environment": fingerprint.collect(ctx.protocol.backend)}
+            "created_at": evidence.utc_now(), "environment": fingerprint.collect(ctx.protocol.backend),
+            **frozen_inputs.round_record(ctx.op_dir)}
 
 
 def _paired_case(ctx: Context, base_spec: RunSpec, case, attempt: Path):

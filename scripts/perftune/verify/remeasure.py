@@ -40,7 +40,6 @@ TOLERANCE = 0.20
 ATTEMPTS = 3
 GAP_SHARE, GAP_FLOOR_US, GAP_CALLS = 0.10, 50.0, 7
 ARCHIVE = "stage5_remeasure"
-DEFAULT_BUDGET_S = 900.0
 
 Problem = tuple[str, str]
 
@@ -145,12 +144,14 @@ def input_keys(case_dir: Path) -> list[tuple]:
 
 
 def run(op_dir: Path, man: manifest_mod.Manifest, perf: dict[str, Any], base: evidence.RoundEvidence,
-        final: evidence.RoundEvidence, budget_s: float | None = None) -> tuple[list[Problem], dict[str, Any]]:
-    """Re-measure the target cases; (problems, the note cited in stage5_check.json)."""
+        final: evidence.RoundEvidence) -> tuple[list[Problem], dict[str, Any]]:
+    """Re-measure the target cases; (problems, the note cited in stage5_check.json). The time budget is
+    the frozen ``protocol.remeasure_budget_s`` (no caller can change it after seeing results)."""
     targets = [c for c in man.cases if c.id in man.target_case_ids]
-    guess = estimate_s(final, len(targets))
-    if budget_s is not None and guess is not None and guess > budget_s:
-        return [], {"status": "not_run", "reason": f"estimated {guess:.0f} s > budget {budget_s:.0f} s"}
+    guess, budget_s = estimate_s(final, len(targets)), man.protocol.remeasure_budget
+    if guess is not None and guess > budget_s:
+        return [], {"status": "not_run", "budget_s": budget_s,
+                    "reason": f"estimated {guess:.0f} s > frozen budget protocol.remeasure_budget_s {budget_s:g} s"}
     started = time.monotonic()
     ctx = collect.prepare(op_dir, collect.Overrides())
     version = baseline_code(op_dir, base, final)
@@ -182,7 +183,7 @@ def run(op_dir: Path, man: manifest_mod.Manifest, perf: dict[str, Any], base: ev
                      "reproduced": miss is None, "attempts": attempts, "gap": figures,
                      "inputs": [list(map(list, k)) for k in input_keys(case_dir)]})
     seconds = round(time.monotonic() - started, 3)
-    note = {"status": "run", "path": fsio.display_path(folder, op_dir), "seconds": seconds,
+    note = {"status": "run", "path": fsio.display_path(folder, op_dir), "seconds": seconds, "budget_s": budget_s,
             "baseline_code": fsio.display_path(version, op_dir),
             "rule": {"tolerance": TOLERANCE, "attempts": ATTEMPTS, "gap_share": GAP_SHARE,
                      "gap_floor_us": GAP_FLOOR_US, "gap_calls": GAP_CALLS}, "cases": rows}

@@ -5,7 +5,8 @@ depends on numbers an agent wrote: P4 recomputes ``performance.json`` from the r
 rounds (``compare.load_formal``) and compares, P6 recomputes the target status, P7 recomputes the
 ledger closure and the best-version choice. Category mapping (docs/stage5-check.md):
 
-- missing/corrupt/contradictory frozen input (manifest, SPEC coverage, golden binding) →
+- missing/corrupt/contradictory frozen input (manifest, SPEC coverage, golden binding, the frozen-input
+  record and manifest replacements, :mod:`.contract_history`) →
   ``stage5_contract_blocked``; a dispatch target that differs from the frozen one → ``dispatch_invalid``;
 - missing or empty deliverable files (P1) → ``missing_file``;
 - stitched, reused, tampered or non-recomputable evidence (P1 citations, P3, P4, P6, P8) →
@@ -30,7 +31,7 @@ from ..measure import correctness, evidence
 from .. import fsio
 from ..contract import manifest, protocol, schemas
 from ..errors import ContractError, PerftuneError
-from . import remeasure, resimulate
+from . import contract_history, remeasure, resimulate
 from . import soundness as sound
 from . import stage5_evidence as ev, terminal_model
 
@@ -63,7 +64,6 @@ class Context:
     selection_mode: str
     rerun_tests: bool = True
     remeasure: bool | None = None          # None: on for the cpu backend, off for msprof
-    remeasure_budget_s: float | None = None
     inputs: dict[str, dict[str, Any]] = field(default_factory=dict)
     notes: dict[str, Any] = field(default_factory=dict)
 
@@ -133,6 +133,7 @@ def gate_p2(ctx: Context) -> list[Finding]:
         out.append(Finding("P2", "dispatch_invalid",
                            f"dispatch target {sorted(ctx.target_case_ids)}/{ctx.selection_mode} differs from "
                            f"the frozen optimization_target {sorted(man.target_case_ids)}/{man.selection_mode}"))
+    out += [Finding("P2", cat, msg) for cat, msg in contract_history.problems(ctx.op_dir, ctx.inputs["manifest"])]
     try:
         rounds = ctx.rounds
     except PerftuneError:
@@ -265,7 +266,7 @@ def gate_p10(ctx: Context) -> list[Finding]:
         ctx.notes["remeasure"] = {"status": "not_run", "reason": "off (--no-remeasure, or msprof without --remeasure)"}
         return []
     problems, note = (resimulate.run(ctx.op_dir, man, base, final) if exact else
-                      remeasure.run(ctx.op_dir, man, perf, base, final, ctx.remeasure_budget_s))
+                      remeasure.run(ctx.op_dir, man, perf, base, final))
     ctx.notes["remeasure"] = note
     golden = ctx.notes.get("golden_inputs") or {}
     for row in note.get("cases", []):
@@ -387,13 +388,12 @@ def _input_rows(op_dir: Path) -> tuple[list[dict[str, Any]], list[Finding]]:
 
 
 def check(op_dir: str | Path, target_case_ids: list[str], selection_mode: str, *,
-          rerun_tests: bool = True, remeasure: bool | None = None,
-          remeasure_budget_s: float | None = None) -> Stage5Result:
+          rerun_tests: bool = True, remeasure: bool | None = None) -> Stage5Result:
     """Run the Stage 4 static gates and P1-P8 on ``op_dir``; never modifies deliverables."""
     root = Path(op_dir)
     if not root.is_dir():
         raise ContractError(root, "--op-dir", "is not a directory", "pass the custom/<op> directory")
-    ctx = Context(root, tuple(target_case_ids), selection_mode, rerun_tests, remeasure, remeasure_budget_s)
+    ctx = Context(root, tuple(target_case_ids), selection_mode, rerun_tests, remeasure)
     stage4, rows, findings = _stage4_rows(root)
     in_rows, in_findings = _input_rows(root)
     rows, findings = in_rows + rows, in_findings + findings
