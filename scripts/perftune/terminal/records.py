@@ -140,6 +140,23 @@ def _case_block(case, samples: list[float], manifest: Manifest, model: dict[str,
             "pipeline_evidence": pipeline, "scalar_evidence": scalar}
 
 
+def _archived_platform(root: Path, path: Path) -> Path:
+    """The platform file as evidence inside the op dir: a file outside it (``platforms/<product>.json`` of
+    the plugin) is copied to ``docs/perf/platforms/`` once; a different file under that name is refused."""
+    path = Path(path).resolve()
+    if path.is_relative_to(root):
+        return path
+    copy = root / protocol.PERF_DIR / "platforms" / path.name
+    if copy.exists():
+        if fsio.sha256_file(copy) != fsio.sha256_file(path):
+            raise ContractError(copy, "--platform", f"an archived platform file of that name differs from {path}",
+                                "pass the archived copy, or a platform file under another name")
+        return copy
+    copy.parent.mkdir(parents=True, exist_ok=True)
+    fsio.write_bytes(copy, path.read_bytes(), overwrite=False)
+    return copy
+
+
 def build(op_dir: str | Path, round_ref: str, *, platform_file: str | Path | None = None,
           output: str | None = None) -> tuple[Path, dict[str, Any]]:
     """Build, validate and write ``docs/perf/terminal_evidence.json`` (or ``output``, a path inside
@@ -159,6 +176,7 @@ def build(op_dir: str | Path, round_ref: str, *, platform_file: str | Path | Non
         raise ContractError(manifest_path, "--platform", f"{backend} needs an explicit platform file",
                             "pass --platform platforms/<product>.json")
     platform, platform_obj = load_platform(path, backend)
+    path = _archived_platform(root, path)
     platform_ref = {"platform_id": platform.platform_id, "file": fsio.file_record(path, root),
                     "peak_status": {k: p.status for k, p in sorted(platform.peaks.items())},
                     "peak_source": {k: p.source for k, p in sorted(platform.peaks.items())}}
