@@ -140,21 +140,21 @@ def _case_block(case, samples: list[float], manifest: Manifest, model: dict[str,
             "pipeline_evidence": pipeline, "scalar_evidence": scalar}
 
 
-def _archived_platform(root: Path, path: Path) -> Path:
-    """The platform file as evidence inside the op dir: a file outside it (``platforms/<product>.json`` of
-    the plugin) is copied to ``docs/perf/platforms/`` once; a different file under that name is refused."""
+def _archived_platform(root: Path, path: Path) -> tuple[Path, dict[str, Any], Path | None]:
+    """(source, file record, copy to write) of the platform file as evidence inside the op dir: a file
+    outside it (``platforms/<product>.json`` of the plugin) is archived once under
+    ``docs/perf/platforms/`` (written with the document); a different file under that name is refused."""
     path = Path(path).resolve()
     if path.is_relative_to(root):
-        return path
+        return path, fsio.file_record(path, root), None
     copy = root / protocol.PERF_DIR / "platforms" / path.name
+    record = {**fsio.file_record(path, path.parent), "path": copy.relative_to(root).as_posix()}
     if copy.exists():
-        if fsio.sha256_file(copy) != fsio.sha256_file(path):
+        if fsio.sha256_file(copy) != record["sha256"]:
             raise ContractError(copy, "--platform", f"an archived platform file of that name differs from {path}",
                                 "pass the archived copy, or a platform file under another name")
-        return copy
-    copy.parent.mkdir(parents=True, exist_ok=True)
-    fsio.write_bytes(copy, path.read_bytes(), overwrite=False)
-    return copy
+        return path, record, None
+    return path, record, copy
 
 
 def build(op_dir: str | Path, round_ref: str, *, platform_file: str | Path | None = None,
@@ -176,8 +176,8 @@ def build(op_dir: str | Path, round_ref: str, *, platform_file: str | Path | Non
         raise ContractError(manifest_path, "--platform", f"{backend} needs an explicit platform file",
                             "pass --platform platforms/<product>.json")
     platform, platform_obj = load_platform(path, backend)
-    path = _archived_platform(root, path)
-    platform_ref = {"platform_id": platform.platform_id, "file": fsio.file_record(path, root),
+    path, platform_record, platform_copy = _archived_platform(root, path)
+    platform_ref = {"platform_id": platform.platform_id, "file": platform_record,
                     "peak_status": {k: p.status for k, p in sorted(platform.peaks.items())},
                     "peak_source": {k: p.source for k, p in sorted(platform.peaks.items())}}
     model = frozen_work_model(manifest, manifest_path)
@@ -200,6 +200,9 @@ def build(op_dir: str | Path, round_ref: str, *, platform_file: str | Path | Non
            "cases": cases, **extra}
     out = fsio.safe_join(root, output, field="--output") if output else root / protocol.PERF_DIR / OUTPUT_NAME
     schemas.validate(doc, "terminal_evidence", out)
+    if platform_copy is not None:
+        platform_copy.parent.mkdir(parents=True, exist_ok=True)
+        fsio.write_bytes(platform_copy, path.read_bytes(), overwrite=False)
     fsio.write_json(out, doc)
     return out, doc
 
