@@ -76,24 +76,6 @@ def drift_of(baseline: Mapping[str, Sequence[float]], manifest: Manifest) -> dic
             for c in manifest.target_case_ids if c in baseline}
 
 
-def _log_draws(baseline: Mapping[str, np.ndarray], versions: Mapping[int, Mapping[str, np.ndarray]],
-               manifest: Manifest) -> dict[int, np.ndarray]:
-    """Joint bootstrap draws (resamples, cases) of every version's log case speed-ups (shared baseline)."""
-    proto = manifest.protocol
-    seed, count = proto.decision.rng_seed, proto.decision.resamples
-    out = {order: np.empty((count, len(manifest.target_case_ids))) for order in versions}
-    for k, case in enumerate(manifest.target_case_ids):
-        b = baseline[case]
-        rng = np.random.default_rng([seed, 3, 0, k, 1])
-        b_agg = np.log(stats.aggregate_rows(b[rng.integers(0, b.size, size=(count, b.size))], proto.aggregation))
-        for order, samples in versions.items():
-            c = samples[case]
-            rng = np.random.default_rng([seed, 3, order, k, 2])
-            out[order][:, k] = b_agg - np.log(stats.aggregate_rows(c[rng.integers(0, c.size, size=(count, c.size))],
-                                                                    proto.aggregation))
-    return out
-
-
 def _score_draws(log_draws: np.ndarray, metric: str) -> np.ndarray:
     arith, geo = stats.suite_means(log_draws)
     return geo if metric == "geomean_speedup" else arith
@@ -336,19 +318,17 @@ def confirm(ranking_samples: Mapping[str, Sequence[float]], final_samples: Mappi
     proves the chosen version slower than the baseline (the decision it was chosen on does not hold).
     """
     rounds = {"ranking": ranking_samples, "final": final_samples, "baseline": baseline}
-    rows, _ = _scores([Entry("baseline", 0), Entry("ranking", 1), Entry("final", 2)], rounds, manifest, gate=False)
+    rows, chains = _scores([Entry("baseline", 0), Entry("ranking", 1), Entry("final", 2)], rounds, manifest,
+                           gate=False)
     if rows["ranking"]["score"] is None or rows["final"]["score"] is None:
         raise ValueError("ranking or final score is not computable")
     ratio = rows["final"]["score"] / rows["ranking"]["score"]
     ci = None
     if manifest.protocol.decision.method == "bootstrap":
-        arrays = {o: {c: np.asarray(v[c], float) for c in manifest.target_case_ids}
-                  for o, v in ((1, ranking_samples), (2, final_samples))}
-        logs = _log_draws({c: np.asarray(baseline[c], float) for c in manifest.target_case_ids}, arrays, manifest)
         metric = manifest.protocol.aggregate_metric
         alpha = (1 - manifest.protocol.decision.confidence) / 2
-        final_draws = _score_draws(logs[2], metric)
-        ci = np.quantile(final_draws / _score_draws(logs[1], metric), [alpha, 1 - alpha])
+        final_draws = _score_draws(chains["final"].draws, metric)
+        ci = np.quantile(final_draws / _score_draws(chains["ranking"].draws, metric), [alpha, 1 - alpha])
     refuted, final_ci = _refuted(rows["final"]["score"], None if ci is None else final_draws, manifest)
     return {"ranking_score": rows["ranking"]["score"], "final_score": rows["final"]["score"],
             "final_score_ci": final_ci, "refuted": refuted, **_equivalence(ratio, ci, delta_of(manifest))}
