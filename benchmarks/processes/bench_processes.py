@@ -17,6 +17,9 @@ contrast, without them (one-level CI on the same samples). Reported per conditio
 per-case verdicts that are ``faster``/``slower`` (all false: the code is unchanged), the share of
 suite CIs that exclude 1, and the median wall time of a round (both cases) as a ratio to P = 1;
 ``uptime`` load before and after. Raw samples and process indices are kept in the JSON.
+Also ``independent, apart, calibrated``: the apart comparisons at the band δ_eff that
+``compare_perf.py calibrate`` freezes from two back-to-back baseline rounds (rounds k and k + 1),
+and per row the share of comparisons the SKILL's accept rule takes (a false win).
 
 usage:
   python benchmarks/processes/bench_processes.py [--out DIR] [--processes 1 2 5] [--repeats 10]
@@ -51,10 +54,14 @@ CASES = ("r64_c4096_fp32", "r64_c4096_fp16")
 BANDS = (0.01, 0.05)
 
 
-def make_op(root: Path, repeats: int, warmup: int) -> Path:
-    """A copy of the example with only the two r64_c4096 cases, frozen on the cpu backend."""
+def make_op(root: Path, repeats: int, warmup: int, kernel=None) -> Path:
+    """A copy of the example with only the two r64_c4096 cases, frozen on the cpu backend;
+    ``kernel``: a function that rewrites the test file's text before the freeze."""
     op = root / "softmax"
     shutil.copytree(ROOT / "examples" / "softmax", op, ignore=shutil.ignore_patterns("__pycache__", "docs", "variants"))
+    if kernel is not None:
+        test = op / "test_softmax.py"
+        test.write_text(kernel(test.read_text(encoding="utf-8")), encoding="utf-8")
     spec = op / "SPEC.md"
     text = spec.read_text(encoding="utf-8")
     for row in ("| r512_c1024_fp32 | [512,1024] | float32 | yes |", "| r1024_c256_fp16 | [1024,256] | fp16 | yes |"):
@@ -99,24 +106,44 @@ def judge(a: dict, b: dict | None, decision, aggregation: str, grouped: bool) ->
                                       family_size=len(CASES), groups_b=gx, groups_c=gy).verdict
                 for x, y, gx, gy in arms.values()]
     suite = stats.suite_score(arms, list(CASES), decision, paired=b is None, aggregation=aggregation)
-    return {"verdicts": verdicts, "suite_excludes_1": suite.ci_low > 1 or suite.ci_high < 1}
+    excludes = suite.ci_low is not None and (suite.ci_low > 1 or suite.ci_high < 1)
+    # the SKILL's accept rule (step 18): a target case `faster` and the suite CI entirely above 1
+    return {"verdicts": verdicts, "suite_excludes_1": excludes,
+            "accepted": "faster" in verdicts and suite.ci_low is not None and suite.ci_low > 1}
 
 
 KINDS = {"independent, apart": lambda s, k, n: (s[k], s[k + n]),
          "independent, adjacent": lambda s, k, n: (s[2 * k], s[2 * k + 1])}
+CALIBRATED = "independent, apart, calibrated"
 
 
-def analyse(rounds: dict[int, list[dict]], paired: dict[int, list[dict]], n: int, decision, aggregation: str) -> list[dict]:
-    rows = []
+def calibrated_band(manifest, delta: float, first: dict, second: dict) -> float:
+    """δ_eff of ``compare_perf.py calibrate`` on two back-to-back baseline rounds (the product's code)."""
+    from perftune.decide import calibration
+    rule = dataclasses.replace(manifest.protocol.decision, noise_band=delta)
+    man = dataclasses.replace(manifest, protocol=dataclasses.replace(manifest.protocol, decision=rule))
+    pick = lambda rnd, key: {c: rnd["cases"][c][key] for c in CASES}  # noqa: E731
+    return calibration.measure([pick(first, "samples_us"), pick(second, "samples_us")], man,
+                               [pick(first, "processes"), pick(second, "processes")])["effective_band"]
+
+
+def analyse(rounds: dict[int, list[dict]], paired: dict[int, list[dict]], n: int, manifest) -> list[dict]:
+    """``independent, apart, calibrated``: comparison k (round k vs k + n) at the δ_eff that a calibration
+    on rounds k and k + 1 (two back-to-back baseline rounds) freezes."""
+    rows, decision, aggregation = [], manifest.protocol.decision, manifest.protocol.aggregation
     base_wall = statistics.median(r["wall_s"] for r in rounds[min(rounds)])
     for processes, series in rounds.items():
-        for kind in list(KINDS) + ["paired"]:
+        for kind in list(KINDS) + [CALIBRATED, "paired"]:
             walls = [r["wall_s"] for r in (paired[processes] if kind == "paired" else series)]
             for delta, grouped in ((d, g) for d in BANDS for g in (True, False)):
-                if grouped is False and processes == 1:
-                    continue  # one process: the two CIs are the same
+                if grouped is False and (processes == 1 or kind == CALIBRATED):
+                    continue  # one process: the two CIs are the same; calibration always uses the groups
                 rule = dataclasses.replace(decision, noise_band=delta)
+                bands = [calibrated_band(manifest, delta, series[k], series[k + 1]) if kind == CALIBRATED
+                         else delta for k in range(n)]
                 judged = [judge(paired[processes][k], None, rule, aggregation, grouped) if kind == "paired" else
+                          judge(series[k], series[k + n], dataclasses.replace(rule, noise_band=bands[k]),
+                                aggregation, grouped) if kind == CALIBRATED else
                           judge(*KINDS[kind](series, k, n), rule, aggregation, grouped) for k in range(n)]
                 verdicts = [v for j in judged for v in j["verdicts"]]
                 rows.append({
@@ -127,18 +154,22 @@ def analyse(rounds: dict[int, list[dict]], paired: dict[int, list[dict]], n: int
                     "false_slower": verdicts.count("slower") / len(verdicts),
                     "equivalent": verdicts.count("equivalent") / len(verdicts),
                     "suite_ci_excludes_1": sum(j["suite_excludes_1"] for j in judged) / n,
+                    "false_accept": sum(j["accepted"] for j in judged) / n,
+                    "band_median": statistics.median(bands), "band_max": max(bands),
                     "median_round_wall_s": statistics.median(walls),
                     "wall_vs_min_processes": statistics.median(walls) / base_wall})
     return rows
 
 
 def table(rows: list[dict]) -> str:
-    out = ["| rounds | processes × repeats | δ | CI | case verdicts | false `faster` | false `slower` "
-           "| suite CI excludes 1 | round wall s (× independent P=1) |", "|---|---|---|---|---|---|---|---|---|"]
+    out = ["| rounds | processes × repeats | δ (δ_eff median, max) | CI | case verdicts | false `faster` | false `slower` "
+           "| suite CI excludes 1 | accepted (false win) | round wall s (× independent P=1) |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        out.append(f"| {r['kind']} | {r['processes']} × {r['repeats_per_process']} | {r['delta']:.0%} | {r['ci']} | "
+        band = f"{r['delta']:.0%}" + (f" ({r['band_median']:.1%}, {r['band_max']:.1%})" if r["kind"] == CALIBRATED else "")
+        out.append(f"| {r['kind']} | {r['processes']} × {r['repeats_per_process']} | {band} | {r['ci']} | "
                    f"{r['case_verdicts']} | "
-                   f"{r['false_faster']:.1%} | {r['false_slower']:.1%} | {r['suite_ci_excludes_1']:.1%} | "
+                   f"{r['false_faster']:.1%} | {r['false_slower']:.1%} | {r['suite_ci_excludes_1']:.1%} | {r['false_accept']:.1%} | "
                    f"{r['median_round_wall_s']:.1f} ({r['wall_vs_min_processes']:.2f}×) |")
     return "\n".join(out)
 
@@ -175,11 +206,10 @@ def main() -> int:
                 if index % 2:
                     paired[processes].append(measure_round(ctx, processes, Path(tmp), partner))
             print(f"round {index + 1}/{2 * args.comparisons} done, load {os.getloadavg()[0]:.1f}", file=sys.stderr)
-        decision, aggregation = ctx.protocol.decision, ctx.protocol.aggregation
-    rows = analyse(rounds, paired, args.comparisons, decision, aggregation)
+    rows = analyse(rounds, paired, args.comparisons, ctx.manifest)
     for row in rows:
         row["repeats_per_process"] = args.repeats // row["processes"]
-    result = {"cases": list(CASES), "repeats": args.repeats, "warmup": args.warmup, "aggregation": aggregation,
+    result = {"cases": list(CASES), "repeats": args.repeats, "warmup": args.warmup, "aggregation": ctx.manifest.protocol.aggregation,
               "comparisons": args.comparisons, "load_before": list(load_before), "load_after": list(os.getloadavg()),
               "cpu_count": os.cpu_count(), "total_s": time.perf_counter() - began, "rows": rows,
               "rounds": {str(p): r for p, r in rounds.items()},
