@@ -196,6 +196,20 @@ def test_perf_report_markdown_cites_rounds_and_figures():
     assert "**unavailable**" in md and "not** a baseline-to-final speed-up" in md
 
 
+def test_perf_report_names_the_comparison_protocol_and_warns_on_uncalibrated_independent_rounds():
+    perf = build()
+    assert perf["paired"] is False and "calibration" not in perf
+    assert "independent rounds, not calibrated" in compare_md.render_perf_report(perf, {})
+    perf["calibration"] = {"kind": "two_rounds", "rounds": ["r1", "r2"], "measured_noise": 0.3,
+                           "frozen_noise_band": 0.01, "effective_band": 0.3001}
+    md = compare_md.render_perf_report(perf, {})
+    assert "noise band calibrated to 0.3001 (A/A noise of the baseline code, two_rounds, rounds r1, r2)" in md
+    assert "not calibrated" not in md
+    perf.update(paired=True, paired_baseline_version="v000")
+    md = compare_md.render_perf_report(perf, {})
+    assert "paired: the final round interleaves both arms, baseline version v000" in md and "independent" not in md
+
+
 def test_plots_write_png_and_return_the_path(tmp_path):
     out = plots.speedup_ci(["a", "b", "c"], [1.2, None, 0.9], [[1.1, 1.3], None, [0.85, 0.95]],
                            [0.01, 0.01, 0.02], ["faster", "insufficient", "slower"], tmp_path / "s.png")

@@ -17,6 +17,20 @@ def _row(cells: list[str]) -> str:
     return "| " + " | ".join(cells) + " |"
 
 
+def _protocol(perf: Mapping[str, Any]) -> str:
+    """Which kind of comparison every number below comes from (docs/statistics.md, "Noise calibration")."""
+    if perf["paired"]:
+        return (f"paired: the final round interleaves both arms, baseline version {perf['paired_baseline_version']} "
+                "(drift between rounds cancels inside each pair)")
+    cal = perf.get("calibration")
+    if cal:
+        return (f"independent rounds; noise band calibrated to {fmt(cal['effective_band'], '.4f')} "
+                f"(A/A noise of the baseline code, {cal['kind']}, rounds {', '.join(cal['rounds'])})")
+    return ("independent rounds, not calibrated: the CIs cover noise inside these two rounds only, so drift of the "
+            "machine between them can read as a verdict; pair the round (`collect_perf.py formal --paired-with`) or "
+            "calibrate before any candidate (`compare_perf.py calibrate`)")
+
+
 def _header(perf: Mapping[str, Any]) -> list[str]:
     p, d = perf["protocol"], perf["protocol"]["decision"]
     golden = perf.get("golden_source")
@@ -25,7 +39,7 @@ def _header(perf: Mapping[str, Any]) -> list[str]:
         "",
         f"- Final round: `{perf['final_collection_id']}` ({perf['final_round'] or MISSING}); "
         f"baseline round: `{perf['baseline_collection_id']}` ({perf['baseline_round'] or MISSING})",
-        f"- Paired (interleaved) final round: {'yes, baseline version ' + str(perf['paired_baseline_version']) if perf['paired'] else 'no'}",
+        f"- Comparison protocol: {_protocol(perf)}",
         f"- Protocol: backend `{p['backend']}`, device {p['device_id']}, seed {p['seed']}, warm-up {p['warmup']}, "
         f"repeats {p['repeats']}, op name `{p['op_name']}`, selector `{p['selector_kind'] or MISSING}`, "
         f"aggregation `{p['aggregation']}`, processes per case {p.get('processes', 1)}",
