@@ -29,6 +29,11 @@ PASS5 = {"verdict": "PASS", "operator": "softmax", "inputs": {"manifest": RECORD
     ({**PASS5, "target": {"case_ids": ["a"], "selection_mode": "user_selected"}}, 5, [], ENTRY,
      "docs/perf/stage5_check.json checked target {'case_ids': ['a'], 'selection_mode': 'user_selected'}, "
      "the entry confirmation froze another"),
+    ({**PASS5, "remeasure": {"status": "not_run", "default": "on"}}, 5, [], ENTRY,
+     "docs/perf/stage5_check.json ran with its re-measurement (P10) switched off; run stage5_check.py without "
+     "--no-remeasure"),
+    ({**PASS5, "remeasure": {"status": "not_run", "default": "off"}}, 5, [], ENTRY, None),   # msprof without a card
+    ({**PASS5, "remeasure": {"status": "run"}}, 5, [], ENTRY, None),
 ])
 def test_judge(obj, stage, stale, entry, expected):
     assert stage_gate.judge(obj, stage, "softmax", stale, entry) == expected

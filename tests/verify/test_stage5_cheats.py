@@ -94,6 +94,15 @@ def test_clean_deliverable_passes_with_remeasurement(op):
     assert stored["remeasure"]["path"] == note["path"]
 
 
+def test_a_check_with_the_remeasurement_switched_off_never_completes_stage_5(op):
+    verdict = check(op, remeasure=False)
+    assert verdict["verdict"] == "PASS" and verdict["remeasure"]["default"] == "on"
+    stored = json.loads((op / "docs/perf/stage5_check.json").read_text())
+    from perftune.orchestrate import stage_gate
+    problem = stage_gate.check_problem(op, 5, {"operator_name": stored["operator"]})
+    assert problem is not None and "re-measurement (P10) switched off" in problem
+
+
 def test_quarter_of_the_rows(op):
     edit(op / TEST, ("    shape, dtype = CASES[case_id]\n", "    shape, dtype = CASES[case_id]\n"
                      "    shape = (shape[0] // 4, shape[1])\n"))

@@ -143,9 +143,15 @@ def test_a_small_frozen_budget_skips_the_remeasurement_and_says_so(op):
     tiny = dataclasses.replace(man, protocol=dataclasses.replace(man.protocol, remeasure_budget_s=0.001))
     perf = json.loads((op / "performance.json").read_text())
     base, final = (evidence.load_round(op, perf[k]) for k in ("baseline_collection_id", "final_collection_id"))
-    final.collection["created_at"] = "2026-01-01T00:00:00Z"   # a round of 10 s (timestamps have 1 s steps)
-    final.collection["completed_at"] = "2026-01-01T00:00:10Z"
-    assert remeasure.estimate_s(final, 1) == 10.0
+    targets = man.target_case_ids
+    calls = man.protocol.warmup + man.protocol.repeats
+    arms = [(final.cases[c].samples_us, final.cases[c].baseline_samples_us if final.paired else
+             base.cases[c].samples_us) for c in targets]
+    expected = sum((sum(a) / len(a) + sum(b) / len(b)) * calls / 1e6 for a, b in arms)
+    assert remeasure.estimate_s(man, base, final, targets) == pytest.approx(expected) and expected > 0.001
+    # collection.json is outside the evidence seal: a year-long "round" must not skip the re-measurement
+    final.collection["created_at"] = "2025-01-01T00:00:00Z"
+    assert remeasure.estimate_s(man, base, final, targets) == pytest.approx(expected)
     problems, note = remeasure.run(op, tiny, perf, base, final)
     assert problems == [] and note["status"] == "not_run" and note["budget_s"] == 0.001
     assert "frozen budget protocol.remeasure_budget_s" in note["reason"]

@@ -75,14 +75,23 @@ def reserve(op_dir: Path) -> Path:
             number += 1
 
 
-def estimate_s(final: evidence.RoundEvidence, n_target: int) -> float | None:
-    """Seconds the final round took per case, times the target cases (None when unknown)."""
-    import datetime as dt
-    try:
-        start, end = (dt.datetime.strptime(final.collection[k], "%Y-%m-%dT%H:%M:%SZ") for k in ("created_at", "completed_at"))
-    except (KeyError, ValueError):
-        return None
-    return (end - start).total_seconds() / max(1, len(final.collection["expected_cases"])) * n_target
+def estimate_s(man: manifest_mod.Manifest, base: evidence.RoundEvidence, final: evidence.RoundEvidence,
+               targets: list[str]) -> float | None:
+    """Seconds the re-measurement's timed calls take at least: per target case both arms (the final
+    round's paired baseline arm, else the baseline round) × (frozen warm-up + repeats) at their mean
+    sealed sample. Never from collection.json timestamps: that file is outside the evidence seal, and
+    an edited timestamp must not be able to skip P10 (None when a case has no samples)."""
+    calls, total = man.protocol.warmup + man.protocol.repeats, 0.0
+    for cid in targets:
+        cand = final.cases.get(cid)
+        if cand is None or not cand.samples_us:
+            return None
+        other = (cand.baseline_samples_us if final.paired else
+                 (base.cases[cid].samples_us if cid in base.cases else None))
+        if not other:
+            return None
+        total += (sum(cand.samples_us) / len(cand.samples_us) + sum(other) / len(other)) * calls / 1e6
+    return total
 
 
 def reproduction_problem(delivered: dict[str, Any], again: stats.SpeedupResult,
@@ -148,10 +157,10 @@ def run(op_dir: Path, man: manifest_mod.Manifest, perf: dict[str, Any], base: ev
     """Re-measure the target cases; (problems, the note cited in stage5_check.json). The time budget is
     the frozen ``protocol.remeasure_budget_s`` (no caller can change it after seeing results)."""
     targets = [c for c in man.cases if c.id in man.target_case_ids]
-    guess, budget_s = estimate_s(final, len(targets)), man.protocol.remeasure_budget
+    guess, budget_s = estimate_s(man, base, final, [c.id for c in targets]), man.protocol.remeasure_budget
     if guess is not None and guess > budget_s:
         return [], {"status": "not_run", "budget_s": budget_s,
-                    "reason": f"estimated {guess:.0f} s > frozen budget protocol.remeasure_budget_s {budget_s:g} s"}
+                    "reason": f"estimated {guess:.3g} s > frozen budget protocol.remeasure_budget_s {budget_s:g} s"}
     started = time.monotonic()
     ctx = collect.prepare(op_dir, collect.Overrides())
     version = baseline_code(op_dir, base, final)

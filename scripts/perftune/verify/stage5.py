@@ -261,9 +261,11 @@ def gate_p10(ctx: Context) -> list[Finding]:
     perf = _guard(ctx, "performance", "performance_evidence_invalid")
     base, final = _guard(ctx, "rounds", "performance_evidence_invalid")
     exact = resimulate.applies(man.protocol.backend)   # pypto-sim: re-simulate, identical cycles
-    wanted = ctx.remeasure if ctx.remeasure is not None else man.protocol.backend == "cpu" or exact
-    if not wanted:
-        ctx.notes["remeasure"] = {"status": "not_run", "reason": "off (--no-remeasure, or msprof without --remeasure)"}
+    default = man.protocol.backend == "cpu" or exact
+    if not (ctx.remeasure if ctx.remeasure is not None else default):
+        ctx.notes["remeasure"] = {"status": "not_run", "default": "on" if default else "off", "reason": (
+            "switched off by --no-remeasure (Stage 5 cannot be completed on this check)" if default else
+            "msprof: runs only with --remeasure on a card")}
         return []
     problems, note = (resimulate.run(ctx.op_dir, man, base, final) if exact else
                       remeasure.run(ctx.op_dir, man, perf, base, final))
