@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
 
 RULES = ("ours", "pyperf", "upstream")
 
@@ -88,6 +91,40 @@ def cpu_md(d: dict) -> list[str]:
     return out + ["", "![cpu vs timeit](cpu_backend_vs_timeit.png)", ""]
 
 
+def _load(folder: str, module: str):
+    sys.path[:0] = [str(HERE / folder), str(HERE)]
+    return __import__(module)
+
+
+def real_backend_md(results: Path) -> list[str]:
+    """Sections of the real-backend verdict benchmarks (run on their own, not by run_all.py)."""
+    out = []
+    path = results / "processes.json"
+    if path.exists():
+        d = json.loads(path.read_text())
+        rows = [r for r in d["rows"] if r["delta"] == 0.01]
+        out += ["## 4. Unchanged code on the real cpu backend (A/A): false verdicts and false wins", "",
+                f"`benchmarks/processes/bench_processes.py` (run on its own, {d['total_s']:.0f} s): "
+                f"{d['comparisons']} comparisons per row, {d['repeats']} repeats, δ = 1 %, load average "
+                f"{d['load_before'][0]:.1f} before and {d['load_after'][0]:.1f} after on {d['cpu_count']} cores.", "",
+                _load("processes", "bench_processes").table(rows), "", "![A/A](verdicts_aa.png)", ""]
+    path = results / "power.json"
+    if path.exists():
+        d = json.loads(path.read_text())
+        out += ["## 5. Power on real known changes (kernel doing 10 % and 30 % less work)", "",
+                f"`benchmarks/power/bench_power.py` (run on its own, {d['total_s']:.0f} s): {d['comparisons']} "
+                f"comparisons, {d['repeats']} repeats, {d['processes']} process(es) per case, load average "
+                f"{d['load_before'][0]:.1f} before and {d['load_after'][0]:.1f} after.", "",
+                _load("power", "bench_power").table(d["rows"]), "", "![power](verdicts_power.png)", ""]
+    path = results / "demo_runs.json"
+    if path.exists():
+        d = json.loads(path.read_text())
+        out += [f"## 6. {len(d['runs'])} demo runs: does each run's suite CI hold the others?", "",
+                f"`benchmarks/demo_runs/bench_demo_runs.py` (run on its own), example `{d['example']}`.", "",
+                _load("demo_runs", "bench_demo_runs").table(d), "", "![demo runs](demo_runs.png)", ""]
+    return out
+
+
 def render(results: Path, seconds: float | None = None) -> str:
     lines = ["# Benchmark results", "", "Produced by `python benchmarks/run_all.py`; methods and discussion in "
              "[docs/benchmarks.md](../../docs/benchmarks.md)." + (f" Total run time {seconds:.0f} s." if seconds else ""), ""]
@@ -95,4 +132,5 @@ def render(results: Path, seconds: float | None = None) -> str:
         path = results / f"{name}.json"
         if path.exists():
             lines += part(json.loads(path.read_text()))
+    lines += real_backend_md(results)
     return "\n".join(lines) + "\n"

@@ -63,6 +63,21 @@ def judge(runs: list[dict]) -> list[dict]:
     return runs
 
 
+def table(result: dict) -> str:
+    out = ["| run | exit | chosen | suite speed-up | 95 % CI | holds the others' median | holds every other | wall s "
+           "| load |", "|---|---|---|---|---|---|---|---|---|"]
+    for k, r in enumerate(result["runs"], 1):
+        ci = "-" if not r["ci"] or None in r["ci"] else f"[{r['ci'][0]:.3f}, {r['ci'][1]:.3f}]"
+        score = "-" if r["score"] is None else f"{r['score']:.3f}"
+        out.append(f"| {k} | {r['returncode']} | {r['chosen']} | {score} | {ci} | {'yes' if r['holds_median'] else 'no'} "
+                   f"| {'yes' if r['holds_all'] else 'no'} | {r['wall_s']:.0f} | {r['load_before']:.1f} |")
+    n = len(result["runs"])
+    out.append(f"\n{result['holds_median']}/{n} CIs hold the other runs' median, {result['holds_all']}/{n} every other "
+               f"run; spread of the suite speed-up {result['spread']}; {result['passed']}/{n} runs PASS; "
+               f"{result['total_s']:.0f} s in all")
+    return "\n".join(out)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=HERE.parent / "results")
@@ -92,15 +107,11 @@ def main() -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     name = "demo_runs_smoke.json" if args.smoke else "demo_runs.json"
     (args.out / name).write_text(json.dumps(result, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    print("| run | exit | chosen | suite speed-up | CI | holds the others' median | holds every other | wall s | load |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    for k, r in enumerate(runs, 1):
-        ci = "-" if not r["ci"] or None in r["ci"] else f"[{r['ci'][0]:.3f}, {r['ci'][1]:.3f}]"
-        score = "-" if r["score"] is None else f"{r['score']:.3f}"
-        print(f"| {k} | {r['returncode']} | {r['chosen']} | {score} | {ci} | {'yes' if r['holds_median'] else 'no'} | "
-              f"{'yes' if r['holds_all'] else 'no'} | {r['wall_s']:.0f} | {r['load_before']:.1f} |")
-    print(f"{result['holds_median']}/{args.runs} CIs hold the other runs' median, {result['holds_all']}/{args.runs} "
-          f"every other run; spread {result['spread']}; {result['total_s']:.0f} s; results in {args.out / name}")
+    if not args.smoke:
+        sys.path.insert(0, str(HERE.parent))
+        import verdict_figures
+        verdict_figures.DRAW[name](result, args.out / verdict_figures.FIGURES[name])
+    print(table(result))
     return 0
 
 

@@ -18,6 +18,7 @@ and paired at the frozen band; ``uptime`` load before and after; raw samples kep
 usage:
   python benchmarks/power/bench_power.py [--out DIR] [--comparisons 20] [--repeats 10] [--warmup 1]
       [--processes 1] [--band 0.01] [--smoke]
+  python benchmarks/power/bench_power.py --reanalyse benchmarks/results/power.json
 
 example:
   python benchmarks/power/bench_power.py --out benchmarks/results   # ~10 min on 2 idle cores
@@ -41,9 +42,9 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path[:0] = [str(ROOT / "scripts"), str(HERE.parent / "processes")]  # benchmark script, not library
 
-from perftune.decide import stats  # noqa: E402
+from perftune.decide import calibration, stats  # noqa: E402
 from perftune.measure import collect  # noqa: E402
-from bench_processes import CASES, calibrated_band, make_op, measure_round  # noqa: E402
+from bench_processes import CASES, calibrated, make_op, measure_round  # noqa: E402
 
 BASE_PASSES = 10
 VARIANTS = {"-10%": 9, "-30%": 7}
@@ -69,7 +70,7 @@ def with_passes(text: str, passes: int) -> str:
     return new
 
 
-def judge(base: dict, cand: dict | None, decision, aggregation: str) -> dict:
+def judge(base: dict, cand: dict | None, decision, aggregation: str, round_noise: float | None = None) -> dict:
     """Per-case verdicts, suite CI and the SKILL's accept rule: ``base`` vs ``cand``, or (``cand``
     None) the candidate arm of the paired round ``base`` against its baseline arm."""
     arms = {}
@@ -84,7 +85,9 @@ def judge(base: dict, cand: dict | None, decision, aggregation: str) -> dict:
                                       family_size=len(CASES), groups_b=gx, groups_c=gy).verdict
                 for x, y, gx, gy in arms.values()]
     suite = stats.suite_score(arms, list(CASES), decision, paired=cand is None, aggregation=aggregation)
-    above = suite.ci_low is not None and suite.ci_low > 1  # None: a case without a usable CI
+    ci = calibration.widen(None if suite.ci_low is None else [suite.ci_low, suite.ci_high],
+                           None if cand is None else round_noise)   # as compare_perf.py formal does
+    above = ci is not None and ci[0] > 1  # None: a case without a usable CI
     return {"verdicts": verdicts, "suite_above_1": above, "accepted": "faster" in verdicts and above,
             "suite": suite.score}
 
@@ -104,9 +107,11 @@ def analyse(data: dict, manifest, band: float) -> list[dict]:
                     judged.append(judge(data[f"{name} paired"][k], None, decision, aggregation))
                     bands.append(band)
                     continue
-                used = band if kind == "independent" else calibrated_band(manifest, band, base, data["second"][k])
-                bands.append(used)
-                judged.append(judge(base, data[name][k], dataclasses.replace(decision, noise_band=used), aggregation))
+                cal = ({"effective_band": band, "measured_noise": None} if kind == "independent" else
+                       calibrated(manifest, band, base, data["second"][k]))
+                bands.append(cal["effective_band"])
+                judged.append(judge(base, data[name][k], dataclasses.replace(decision, noise_band=cal["effective_band"]),
+                                    aggregation, cal["measured_noise"]))
             verdicts = [v for j in judged for v in j["verdicts"]]
             rows.append({"variant": name, "passes": VARIANTS[name], "kind": kind, "band": band,
                          "true_speedup": truth, "comparisons": len(judged), "case_verdicts": len(verdicts),
@@ -138,7 +143,18 @@ def main() -> int:
     parser.add_argument("--processes", type=int, default=1, help="processes per case (must divide --repeats)")
     parser.add_argument("--band", type=float, default=0.01, help="the frozen noise band δ (default 1 %%)")
     parser.add_argument("--smoke", action="store_true", help="1 comparison, 5 repeats, no warm-up")
+    parser.add_argument("--reanalyse", type=Path, metavar="JSON",
+                        help="recompute the rows of an earlier result from its raw rounds (no measuring), in place")
     args = parser.parse_args()
+    if args.reanalyse:
+        result = json.loads(args.reanalyse.read_text(encoding="utf-8"))
+        with tempfile.TemporaryDirectory(prefix="bench_power_") as tmp:
+            manifest = collect.prepare(make_op(Path(tmp), result["repeats"], result["warmup"]),
+                                       collect.Overrides()).manifest
+        result["rows"] = analyse(result["rounds"], manifest, result["rows"][0]["band"])
+        args.reanalyse.write_text(json.dumps(result, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        print(table(result["rows"]))
+        return 0
     if args.smoke:
         args.comparisons, args.repeats, args.warmup = 1, 5, 0
     if args.processes < 1 or args.repeats % args.processes or args.comparisons < 1:
@@ -179,6 +195,10 @@ def main() -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     name = "power_smoke.json" if args.smoke else "power.json"
     (args.out / name).write_text(json.dumps(result, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    if not args.smoke:
+        sys.path.insert(0, str(HERE.parent))
+        import verdict_figures
+        verdict_figures.DRAW[name](result, args.out / verdict_figures.FIGURES[name])
     print(table(rows))
     print(f"load average before {load_before[0]:.1f}, after {result['load_after'][0]:.1f} "
           f"({os.cpu_count()} cores); {result['total_s']:.0f} s; raw rounds in {args.out / name}")

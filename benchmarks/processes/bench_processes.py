@@ -19,11 +19,13 @@ suite CIs that exclude 1, and the median wall time of a round (both cases) as a 
 ``uptime`` load before and after. Raw samples and process indices are kept in the JSON.
 Also ``independent, apart, calibrated``: the apart comparisons at the band δ_eff that
 ``compare_perf.py calibrate`` freezes from two back-to-back baseline rounds (rounds k and k + 1),
-and per row the share of comparisons the SKILL's accept rule takes (a false win).
+their suite CI widened by the calibration's measured noise as ``compare_perf.py formal`` does; and
+per row the share of comparisons the SKILL's accept rule takes (a false win).
 
 usage:
   python benchmarks/processes/bench_processes.py [--out DIR] [--processes 1 2 5] [--repeats 10]
       [--warmup 1] [--comparisons 20] [--smoke]
+  python benchmarks/processes/bench_processes.py --reanalyse benchmarks/results/processes.json
 
 example:
   python benchmarks/processes/bench_processes.py --out benchmarks/results   # ~17 min on 2 busy cores
@@ -93,9 +95,10 @@ def measure_round(ctx, processes: int, scratch: Path, partner: Path | None = Non
     return {"wall_s": time.perf_counter() - began, "cases": cases}
 
 
-def judge(a: dict, b: dict | None, decision, aggregation: str, grouped: bool) -> dict:
+def judge(a: dict, b: dict | None, decision, aggregation: str, grouped: bool, round_noise: float | None = None) -> dict:
     """Per-case verdicts and whether the suite CI excludes 1: baseline round ``a`` vs candidate ``b``,
-    or (``b`` None) the two arms of the paired round ``a``."""
+    or (``b`` None) the two arms of the paired round ``a``; ``round_noise``: a calibration's measured
+    noise, which widens an independent suite CI as ``compare_perf.py formal`` does."""
     def arms_of(c: str) -> tuple:
         x, y = (a["cases"][c]["baseline_samples_us"], a["cases"][c]) if b is None else (a["cases"][c]["samples_us"],
                                                                                         b["cases"][c])
@@ -106,10 +109,13 @@ def judge(a: dict, b: dict | None, decision, aggregation: str, grouped: bool) ->
                                       family_size=len(CASES), groups_b=gx, groups_c=gy).verdict
                 for x, y, gx, gy in arms.values()]
     suite = stats.suite_score(arms, list(CASES), decision, paired=b is None, aggregation=aggregation)
-    excludes = suite.ci_low is not None and (suite.ci_low > 1 or suite.ci_high < 1)
+    from perftune.decide import calibration
+    ci = calibration.widen(None if suite.ci_low is None else [suite.ci_low, suite.ci_high],
+                           None if b is None else round_noise)
+    excludes = ci is not None and (ci[0] > 1 or ci[1] < 1)
     # the SKILL's accept rule (step 18): a target case `faster` and the suite CI entirely above 1
-    return {"verdicts": verdicts, "suite_excludes_1": excludes,
-            "accepted": "faster" in verdicts and suite.ci_low is not None and suite.ci_low > 1}
+    return {"verdicts": verdicts, "suite_excludes_1": excludes, "accepted": "faster" in verdicts and ci is not None
+            and ci[0] > 1}
 
 
 KINDS = {"independent, apart": lambda s, k, n: (s[k], s[k + n]),
@@ -117,14 +123,15 @@ KINDS = {"independent, apart": lambda s, k, n: (s[k], s[k + n]),
 CALIBRATED = "independent, apart, calibrated"
 
 
-def calibrated_band(manifest, delta: float, first: dict, second: dict) -> float:
-    """δ_eff of ``compare_perf.py calibrate`` on two back-to-back baseline rounds (the product's code)."""
+def calibrated(manifest, delta: float, first: dict, second: dict) -> dict:
+    """What ``compare_perf.py calibrate`` freezes from two back-to-back baseline rounds (the product's
+    code): ``effective_band`` (δ_eff) and ``measured_noise`` (which widens independent suite CIs)."""
     from perftune.decide import calibration
     rule = dataclasses.replace(manifest.protocol.decision, noise_band=delta)
     man = dataclasses.replace(manifest, protocol=dataclasses.replace(manifest.protocol, decision=rule))
     pick = lambda rnd, key: {c: rnd["cases"][c][key] for c in CASES}  # noqa: E731
     return calibration.measure([pick(first, "samples_us"), pick(second, "samples_us")], man,
-                               [pick(first, "processes"), pick(second, "processes")])["effective_band"]
+                               [pick(first, "processes"), pick(second, "processes")])
 
 
 def analyse(rounds: dict[int, list[dict]], paired: dict[int, list[dict]], n: int, manifest) -> list[dict]:
@@ -139,11 +146,12 @@ def analyse(rounds: dict[int, list[dict]], paired: dict[int, list[dict]], n: int
                 if grouped is False and (processes == 1 or kind == CALIBRATED):
                     continue  # one process: the two CIs are the same; calibration always uses the groups
                 rule = dataclasses.replace(decision, noise_band=delta)
-                bands = [calibrated_band(manifest, delta, series[k], series[k + 1]) if kind == CALIBRATED
-                         else delta for k in range(n)]
+                cals = [calibrated(manifest, delta, series[k], series[k + 1]) if kind == CALIBRATED else
+                        {"effective_band": delta, "measured_noise": None} for k in range(n)]
+                bands = [c["effective_band"] for c in cals]
                 judged = [judge(paired[processes][k], None, rule, aggregation, grouped) if kind == "paired" else
                           judge(series[k], series[k + n], dataclasses.replace(rule, noise_band=bands[k]),
-                                aggregation, grouped) if kind == CALIBRATED else
+                                aggregation, grouped, cals[k]["measured_noise"]) if kind == CALIBRATED else
                           judge(*KINDS[kind](series, k, n), rule, aggregation, grouped) for k in range(n)]
                 verdicts = [v for j in judged for v in j["verdicts"]]
                 rows.append({
@@ -174,6 +182,21 @@ def table(rows: list[dict]) -> str:
     return "\n".join(out)
 
 
+def reanalyse(path: Path) -> int:
+    """Rows of ``path`` recomputed by today's analysis from the raw rounds it kept."""
+    result = json.loads(path.read_text(encoding="utf-8"))
+    with tempfile.TemporaryDirectory(prefix="bench_processes_") as tmp:
+        manifest = collect.prepare(make_op(Path(tmp), result["repeats"], result["warmup"]), collect.Overrides()).manifest
+    rows = analyse({int(k): v for k, v in result["rounds"].items()},
+                   {int(k): v for k, v in result["paired_rounds"].items()}, result["comparisons"], manifest)
+    for row in rows:
+        row["repeats_per_process"] = result["repeats"] // row["processes"]
+    result["rows"] = rows
+    path.write_text(json.dumps(result, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    print(table(rows))
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=HERE.parent / "results")
@@ -182,7 +205,11 @@ def main() -> int:
     parser.add_argument("--warmup", type=int, default=1)
     parser.add_argument("--comparisons", type=int, default=20, help="A/A comparisons per condition")
     parser.add_argument("--smoke", action="store_true", help="2 comparisons, processes 1 and 2")
+    parser.add_argument("--reanalyse", type=Path, metavar="JSON",
+                        help="recompute the rows of an earlier result from its raw rounds (no measuring), in place")
     args = parser.parse_args()
+    if args.reanalyse:
+        return reanalyse(args.reanalyse)
     if args.smoke:
         args.processes, args.comparisons = [1, 2], 2
     bad = [p for p in args.processes if p < 1 or args.repeats % p]
@@ -217,6 +244,10 @@ def main() -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     name = "processes_smoke.json" if args.smoke else "processes.json"
     (args.out / name).write_text(json.dumps(result, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    if not args.smoke:
+        sys.path.insert(0, str(HERE.parent))
+        import verdict_figures
+        verdict_figures.DRAW[name](result, args.out / verdict_figures.FIGURES[name])
     print(table(rows))
     print(f"load average before {load_before[0]:.1f}, after {result['load_after'][0]:.1f} "
           f"({os.cpu_count()} cores); {result['total_s']:.0f} s; raw rounds in {args.out / name}")

@@ -56,13 +56,14 @@ CAND = {"c1": [50.0, 50.5, 51.0, 51.5, 52.0], "c2": [200.0, 202.0, 204.0, 206.0,
         "c3": [10.0, 10.0, 10.0, 10.0, 10.0]}
 
 
-def build(man=None, golden=None, base=BASE, cand=CAND, **kw):
+def build(man=None, golden=None, base=BASE, cand=CAND, round_noise=None, **kw):
     man = man or make_manifest()
     b, c = make_round("base", base), kw.pop("candidate", None) or make_round("cand", cand)
     compare.check_rounds(man, SHA, b, c)
     perf = compare.build_performance(task="op", manifest=man, manifest_record={
         "path": "PERFORMANCE_CASES.json", "sha256": SHA, "size_bytes": 1, "schema_version": 2},
-        baseline=b, candidate=c, golden_us=golden, round_paths=("docs/perf/round_001", "docs/perf/round_002"))
+        baseline=b, candidate=c, golden_us=golden, round_paths=("docs/perf/round_001", "docs/perf/round_002"),
+        round_noise=round_noise)
     schemas.validate(perf, "performance")
     return perf
 
@@ -194,6 +195,19 @@ def test_perf_report_markdown_cites_rounds_and_figures():
     assert "`base`" in md and "`cand`" in md and "![Speed-up](docs/perf/figures/x.png)" in md
     assert "| `c2` | yes | [4,8] | float32 | 102.000 | 204.000 | 0.5000 |" in md
     assert "**unavailable**" in md and "not** a baseline-to-final speed-up" in md
+
+
+def test_calibrated_between_round_noise_widens_only_the_suite_cis_of_independent_rounds():
+    plain, widened = build(), build(round_noise=0.5)
+    for key in ("ci", "mean_ci", "geomean_ci"):
+        lo, hi = plain["suite"][key]
+        assert widened["suite"][key] == pytest.approx([lo / 1.5, hi * 1.5])
+    assert widened["suite"]["between_round_noise"] == 0.5 and plain["suite"]["between_round_noise"] is None
+    assert [r["speedup_ci"] for r in widened["per_case"]] == [r["speedup_ci"] for r in plain["per_case"]]
+    assert "widened by the calibrated between-round noise 0.5000" in compare_md.render_perf_report(widened, {})
+    paired_base = {k: [2 * v for v in vals] for k, vals in CAND.items()}
+    paired = [build(candidate=make_round("cand", CAND, paired_baseline=paired_base), round_noise=n) for n in (None, 0.5)]
+    assert paired[0]["suite"] == paired[1]["suite"]   # drift cancels inside pairs: nothing to widen
 
 
 def test_perf_report_names_the_comparison_protocol_and_warns_on_uncalibrated_independent_rounds():

@@ -201,3 +201,36 @@ def test_help_and_usage_errors():
     proc = run_script("compare_perf.py", "--help")
     assert proc.returncode == 0 and "formal" in proc.stdout and "quick" in proc.stdout
     assert_one_line_error(run_script("compare_perf.py", "formal", "--op-dir", "x"), 2, "--baseline")
+
+
+def test_calibrate_freezes_the_between_round_noise_and_every_independent_compare_uses_it(op):
+    """Two A/A rounds whose fp32 case moved by ~25 % (a known truth): the calibration takes that as
+    noise; the compare of the same rounds then calls no direction and widens the suite CI."""
+    base = [100.0, 101.0, 102.0, 103.0, 104.0]
+    for case in TARGETS:
+        set_samples(op, "round_001", case, base)
+        set_samples(op, "round_002", case, [v * (1.25 if case == TARGETS[0] else 1.0) for v in base])
+    assert_one_line_error(run_script("compare_perf.py", "calibrate", "--op-dir", op, "--rounds", "round_001",
+                                     "round_002"), 2, "quick results exist", "before any candidate")
+    shutil.rmtree(op / "docs/perf/quick")
+    proc = run_script("compare_perf.py", "calibrate", "--op-dir", op, "--rounds", "round_001", "round_002", "--json")
+    assert proc.returncode == 0, proc.stderr
+    cal = json.loads(proc.stdout)
+    assert cal["kind"] == "two_rounds" and cal["measured_noise"] > 0.2 and cal["effective_band"] >= cal["measured_noise"]
+    assert json.loads((op / "docs/perf/calibration.json").read_text()) == cal
+    before = tree_digest(op)
+    assert_one_line_error(run_script("compare_perf.py", "calibrate", "--op-dir", op, "--rounds", "round_001"),
+                          2, "never overwritten")
+    assert tree_digest(op) == before
+    proc = compare(op, "--json")
+    assert proc.returncode == 0, proc.stderr   # a 25 % A/A move is within the calibrated noise: not `slower`
+    perf = json.loads((op / "performance.json").read_text())
+    fp32 = next(r for r in perf["per_case"] if r["case"] == TARGETS[0])
+    assert fp32["verdict"] in ("equivalent", "inconclusive") and perf["protocol"]["decision"]["noise_band"] == \
+        cal["effective_band"] and perf["calibration"]["effective_band"] == cal["effective_band"]
+    suite = perf["suite"]
+    assert suite["between_round_noise"] == cal["measured_noise"] and suite["ci"][0] < 1 < suite["ci"][1]
+    assert "noise band calibrated to" in (op / "perf_report.md").read_text()
+    edited = {**cal, "effective_band": 0.01}
+    (op / "docs/perf/calibration.json").write_text(json.dumps(edited))
+    assert_one_line_error(compare(op), 2, "calibration.json", "never edited")

@@ -229,3 +229,17 @@ def test_a_version_paired_with_code_that_is_no_recorded_version_never_ranks(work
     out = json.loads(run_script("select_best.py", "choose", "--op-dir", op, "--json").stdout)
     v2 = next(c for c in out["candidates"] if c["version_id"] == "v2")
     assert not v2["eligible"] and "paired_partner_unknown" in v2["ineligible_reason"] and out["chosen"] != "v2"
+    # its paired speed-up is against the slowed copy: no compare may present it as a speed-up over v0 or v1
+    for baseline in ("round_001", "round_002"):
+        assert_one_line_error(run_script("compare_perf.py", "formal", "--op-dir", op, "--baseline", baseline,
+                                         "--candidate", "round_004"), 2, "was paired with other code", "--paired-with")
+
+
+def test_a_paired_round_compares_only_against_a_round_of_its_partner_code(work):
+    op, _ = work  # the current code is v1; round_004 is paired with v0's saved copy
+    ok("collect_perf.py", "formal", "--op-dir", op, "--paired-with", op / "docs/perf/versions/v0")
+    assert_one_line_error(run_script("compare_perf.py", "formal", "--op-dir", op, "--baseline", "round_002",
+                                     "--candidate", "round_004"), 2, "was paired with other code")
+    perf = json.loads(ok("compare_perf.py", "formal", "--op-dir", op, "--baseline", "round_001", "--candidate",
+                         "round_004", "--json").stdout)
+    assert perf["paired"] is True and perf["paired_baseline_version"].endswith("versions/v0")

@@ -12,6 +12,7 @@ mismatch. Rules (docs/statistics.md, "Noise calibration"):
   when it has at least four, else within-round noise only). Two-level CIs when processes are recorded.
 - a case's noise = ``max(hi, 1/lo) − 1`` (the CI's reach away from 1); the measured noise is the
   largest over the target cases; δ_eff = max(frozen noise_band, measured), rounded up to 1e-4.
+- an independent comparison's suite CIs are widened by the measured noise (:func:`widen`).
 """
 
 from __future__ import annotations
@@ -61,6 +62,16 @@ def measure(rounds: list[dict[str, list[float]]], manifest: Manifest,
     effective = max(dec.noise_band, math.ceil(measured * 1e4) / 1e4)
     return {"kind": "two_rounds" if len(rounds) == 2 else "halves_of_one_round", "per_case_noise": per_case,
             "measured_noise": measured, "frozen_noise_band": dec.noise_band, "effective_band": effective}
+
+
+def widen(ci: list[float] | None, noise: float | None) -> list[float] | None:
+    """A suite CI of an independent comparison with the calibrated between-round noise ``m`` folded in:
+    ``[lo / (1 + m), hi · (1 + m)]`` (the ratio's CI times the range an A/A ratio of two rounds reached).
+    The suite decision has no band, so without this the drift between two rounds reads as a gain;
+    per-case verdicts are covered by δ_eff instead. ``None`` noise (paired, or no calibration): unchanged."""
+    if ci is None or not noise:
+        return ci
+    return [ci[0] / (1.0 + noise), ci[1] * (1.0 + noise)]
 
 
 def _rounds(op_dir: Path, refs: list[str], manifest_sha: str) -> tuple[list[Any], list[dict[str, list[float]]], list]:

@@ -12,7 +12,8 @@ Decisions where DESIGN is silent (see also docs/statistics.md):
 - The candidate must be the newest complete formal round: the root deliverables always describe
   the final round, and re-comparing an older round (cherry-picking) is refused.
 - A paired candidate round carries its own baseline samples: the speed-up, CI and verdict use the
-  paired arms; the independent ``--baseline`` round is still cited (``baseline_collection_id``).
+  paired arms; the independent ``--baseline`` round is still cited (``baseline_collection_id``) and must
+  have measured the partner's code (by hash; a round paired with other code is refused, exit 2).
 - ``target_met`` per case and ``*_status`` use the point estimates (a speed-up user target with an
   ``inconclusive``/``insufficient`` target case is ``unproven``, never ``met``): ``default`` =
   ``golden_per_iteration_us / final_us >= 1.0`` over every P0 case; a user target
@@ -77,6 +78,14 @@ def check_rounds(manifest: Manifest, manifest_sha256: str, baseline: Any, candid
         if missing or extra:
             raise ContractError(source, name, f"round {col['collection_id']} cases differ from the manifest "
                                 f"(missing {missing}, unknown {extra})", "collect every frozen case")
+    partner = c.get("paired") or {}
+    if partner and partner.get("baseline_executable_sha256") != b.get("executable_sha256"):
+        raise ContractError(source, "--candidate", f"round {c['collection_id']} was paired with other code "
+                            f"({partner.get('baseline_version')}) than the baseline round {b['collection_id']} "
+                            "measured; a paired speed-up is against its partner, so the two must be the same code",
+                            "pair the candidate with the baseline round's saved version (collect_perf.py formal "
+                            "--paired-with DIR/docs/perf/versions/<its version>) or compare against that "
+                            "version's round")
     for key in _SAME_FIELDS + ("protocol",):
         if b.get(key) != c.get(key):
             raise ContractError(source, f"protocol.{key}", f"baseline has {b.get(key)!r}, candidate has "
@@ -205,8 +214,11 @@ def _pairs(manifest: Manifest, baseline: Any, candidate: Any) -> dict[str, tuple
 def build_performance(*, task: str, manifest: Manifest, manifest_record: Mapping[str, Any], baseline: Any,
                       candidate: Any, golden_us: Mapping[str, float] | None,
                       golden_record: Mapping[str, Any] | None = None,
-                      round_paths: tuple[str, str] | None = None) -> dict[str, Any]:
-    """The ``performance.json`` dict of a formal compare (call :func:`check_rounds` first)."""
+                      round_paths: tuple[str, str] | None = None,
+                      round_noise: float | None = None) -> dict[str, Any]:
+    """The ``performance.json`` dict of a formal compare (call :func:`check_rounds` first).
+    ``round_noise``: the calibrated between-round noise; it widens the suite CIs of an independent
+    comparison (:func:`calibration.widen`), never of a paired one."""
     col = candidate.collection
     decision, aggregation = _decision(manifest, col)
     paired = "paired" in col
@@ -225,6 +237,8 @@ def build_performance(*, task: str, manifest: Manifest, manifest_record: Mapping
     metric = manifest.protocol.aggregate_metric if manifest.protocol else protocol.AGGREGATE_METRIC
     suite = stats.suite_score(pairs, target_ids, decision, paired=paired, aggregation=aggregation, metric=metric)
     slower = [row["case"] for row in per_case if row["target"] and row["verdict"] == "slower"]
+    drift = None if paired or not round_noise else round_noise
+    widen = lambda ci: calibration.widen(ci, drift)  # noqa: E731
     perf = {
         "schema_version": SCHEMA_VERSION, "mode": "compare", "task": task,
         "n_cases_total": len(per_case),
@@ -241,10 +255,11 @@ def build_performance(*, task: str, manifest: Manifest, manifest_record: Mapping
         "golden_source": dict(golden_record) if golden_record else None,
         "per_case": per_case,
         "suite": {"mean_case_speedup": suite.mean_case_speedup, "geomean_speedup": suite.geomean_speedup,
-                  "ci": [suite.ci_low, suite.ci_high] if suite.ci_low is not None else None,
+                  "ci": widen([suite.ci_low, suite.ci_high] if suite.ci_low is not None else None),
                   "confidence": decision.confidence, "n_cases": suite.n_cases,
                   "method": suite.method, "reason_code": suite.reason_code, "metric": metric,
-                  "score": suite.score, "mean_ci": _ci(suite.mean_ci), "geomean_ci": _ci(suite.geomean_ci)},
+                  "score": suite.score, "mean_ci": widen(_ci(suite.mean_ci)),
+                  "geomean_ci": widen(_ci(suite.geomean_ci)), "between_round_noise": drift},
         "slower_target_cases": slower,
         "unstable_cases": [row["case"] for row in per_case if row["stable"] is False],
     }
@@ -363,7 +378,8 @@ def load_formal(op_dir: str | Path, baseline_ref: str, candidate_ref: str) -> di
     golden_record = None if report is None else fsio.file_record(root / protocol.GOLDEN_REPORT_NAME, root)
     perf = build_performance(task=root.resolve().name, manifest=man, manifest_record=record, baseline=base,
                              candidate=cand, golden_us=golden_us, golden_record=golden_record,
-                             round_paths=(fsio.display_path(base.path, root), fsio.display_path(cand.path, root)))
+                             round_paths=(fsio.display_path(base.path, root), fsio.display_path(cand.path, root)),
+                             round_noise=None if calibrated is None else calibrated["measured_noise"])
     perf["calibration"] = None if calibrated is None else {
         k: calibrated[k] for k in ("kind", "rounds", "measured_noise", "frozen_noise_band", "effective_band")}
     schemas.validate(perf, "performance", protocol.PERFORMANCE_JSON)

@@ -62,7 +62,9 @@ def _summary(perf: Mapping[str, Any]) -> list[str]:
         "",
         f"- Suite score over the target cases ({', '.join(f'`{c}`' for c in perf['target_case_ids'])}), "
         f"equal-weight mean speed-up: **{fmt(suite['mean_case_speedup'], '.4f')}**, "
-        f"{int(suite['confidence'] * 100)} % CI {fmt_ci(suite['ci'])} ({suite['reason_code']}); "
+        f"{int(suite['confidence'] * 100)} % CI {fmt_ci(suite['ci'])} ({suite['reason_code']}"
+        + (f"; widened by the calibrated between-round noise {fmt(suite['between_round_noise'], '.4f')}"
+           if suite.get("between_round_noise") else "") + "); "
         f"geometric mean {fmt(suite['geomean_speedup'], '.4f')}",
         f"- Target-case verdicts: {verdicts}",
         f"- Slower target cases: {', '.join(perf['slower_target_cases']) or 'none'}",
