@@ -30,9 +30,12 @@ PASS5 = {"verdict": "PASS", "operator": "softmax", "inputs": {"manifest": RECORD
      "docs/perf/stage5_check.json checked target {'case_ids': ['a'], 'selection_mode': 'user_selected'}, "
      "the entry confirmation froze another"),
     ({**PASS5, "remeasure": {"status": "not_run", "default": "on"}}, 5, [], ENTRY,
-     "docs/perf/stage5_check.json ran with its re-measurement (P10) switched off; run stage5_check.py without "
-     "--no-remeasure"),
-    ({**PASS5, "remeasure": {"status": "not_run", "default": "off"}}, 5, [], ENTRY, None),   # msprof without a card
+     "docs/perf/stage5_check.json ran without the verifier's re-measurement (P10); run stage5_check.py with it "
+     "(the default on cpu and pypto-sim; --remeasure on msprof, on the machine with the card)"),
+    ({**PASS5, "remeasure": {"status": "not_run", "default": "off"}}, 5, [], ENTRY,   # msprof without --remeasure
+     "docs/perf/stage5_check.json ran without the verifier's re-measurement (P10); run stage5_check.py with it "
+     "(the default on cpu and pypto-sim; --remeasure on msprof, on the machine with the card)"),
+    ({**PASS5, "remeasure": {"status": "not_run", "budget_s": 900}}, 5, [], ENTRY, None),   # the frozen budget
     ({**PASS5, "remeasure": {"status": "run"}}, 5, [], ENTRY, None),
 ])
 def test_judge(obj, stage, stale, entry, expected):

@@ -4,7 +4,7 @@
   they are now: ``docs/stages/stage<N>_check.json`` (``validate_stage.py N``, N = 1..4) or
   ``docs/perf/stage5_check.json`` (``stage5_check.py``). Every file record in its ``inputs`` must
   still match the file on disk; Stage 5's check must also be for the recorded entry target and
-  must not have switched off the verifier's re-measurement where the backend runs it by default.
+  must have run the verifier's re-measurement (P10), unless the frozen budget skipped it.
 - ``start_stage 5`` needs the entry confirmation (OR-5): who authorised it (the user asked for
   performance work, authorised autonomous execution, or answered the entry question), the user's
   words verbatim, and the frozen target (``confirm_stage5_entry``).
@@ -46,8 +46,9 @@ def judge(obj: dict[str, Any], stage: int, operator: str, stale: list[str],
     if stale:
         return f"{name} PASSed for other files: {', '.join(stale[:3])} changed since the check"
     remeasure = obj.get("remeasure") or {}
-    if stage == 5 and remeasure.get("status") == "not_run" and remeasure.get("default") == "on":
-        return f"{name} ran with its re-measurement (P10) switched off; run stage5_check.py without --no-remeasure"
+    if stage == 5 and remeasure.get("status") == "not_run" and "budget_s" not in remeasure:
+        return (f"{name} ran without the verifier's re-measurement (P10); run stage5_check.py with it (the default "
+                "on cpu and pypto-sim; --remeasure on msprof, on the machine with the card)")
     if stage == 5 and entry is not None:
         target = obj.get("target") or {}
         if sorted(target.get("case_ids", [])) != sorted(entry["target_case_ids"]) or \

@@ -264,8 +264,8 @@ def gate_p10(ctx: Context) -> list[Finding]:
     default = man.protocol.backend == "cpu" or exact
     if not (ctx.remeasure if ctx.remeasure is not None else default):
         ctx.notes["remeasure"] = {"status": "not_run", "default": "on" if default else "off", "reason": (
-            "switched off by --no-remeasure (Stage 5 cannot be completed on this check)" if default else
-            "msprof: runs only with --remeasure on a card")}
+            "switched off by --no-remeasure" if default else "msprof: runs only with --remeasure, on the card")
+            + "; complete_stage 5 accepts only a check that re-measured"}
         return []
     problems, note = (resimulate.run(ctx.op_dir, man, base, final) if exact else
                       remeasure.run(ctx.op_dir, man, perf, base, final))
