@@ -32,7 +32,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
-from scipy import stats as sps
 
 from ..contract import protocol
 from ..contract.aggregation import aggregate, aggregate_rows
@@ -237,6 +236,7 @@ def mann_whitney(baseline: Sequence[float] | np.ndarray,
     if np.all(b == b[0]) and np.all(c == b[0]):
         return 1.0, 0.5
     exact = np.unique(np.concatenate([b, c])).size == b.size + c.size and max(b.size, c.size) <= EXACT_MAX_N
+    from scipy import stats as sps  # ~1 s to import: only a compare that runs a rank test pays it
     res = sps.mannwhitneyu(b, c, alternative="two-sided", method="exact" if exact else "asymptotic")
     return float(min(1.0, res.pvalue)), float(res.statistic) / (b.size * c.size)
 
@@ -246,6 +246,7 @@ def wilcoxon_log(baseline: Sequence[float] | np.ndarray, candidate: Sequence[flo
     diff = np.log(_as_array(baseline)) - np.log(_as_array(candidate))
     if np.all(diff == 0):
         return 1.0
+    from scipy import stats as sps
     return float(sps.wilcoxon(diff, zero_method="wilcox", alternative="two-sided").pvalue)
 
 

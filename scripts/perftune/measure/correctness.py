@@ -20,9 +20,11 @@ an exclusive create; the hash is taken before and after the run and a change ref
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -135,6 +137,15 @@ def planned_tests(op_dir: Path, test_path: Path, man: manifest.Manifest | None) 
     return planned
 
 
+def _in_order(jobs: list, workers: int) -> list:
+    """The results of zero-argument ``jobs`` in their order, ``workers`` at a time (1: one after another)."""
+    if workers <= 1 or len(jobs) <= 1:
+        return [job() for job in jobs]
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(lambda job: job(), jobs))
+
+
 def run_all(op_dir: str | Path, *, at: str, test_file: str | None = None,
             timeout_s: float = DEFAULT_TIMEOUT_S) -> tuple[Path, dict[str, Any]]:
     """Run every test of test_<op>.py and write the correctness record; returns (path, record)."""
@@ -144,16 +155,22 @@ def run_all(op_dir: str | Path, *, at: str, test_file: str | None = None,
     path = test_module(root, test_file)
     sha, files = _code_identity(root, man)
     env = {**device_env(man.protocol.device_id if man and man.protocol else 0), "PYTHONDONTWRITEBYTECODE": "1"}
-    cases = [{"id": case_id, "test_function": function, "p0": p0,
-              **run_case(root, path.stem, function, env, timeout_s)}
-             for case_id, function, p0 in planned_tests(root, path, man)]
+    # cpu: the test and probe processes are independent and share no device, so they run side by side
+    workers = min(os.cpu_count() or 1, 4) if man and man.protocol and man.protocol.backend == "cpu" else 1
+    planned = planned_tests(root, path, man)
+    runs = _in_order([partial(run_case, root, path.stem, function, env, timeout_s) for _, function, _ in planned],
+                     workers)
+    cases = [{"id": case_id, "test_function": function, "p0": p0, **result}
+             for (case_id, function, p0), result in zip(planned, runs)]
     if man is not None and man.protocol is not None:  # frozen gate applied, measured figures, caching probes
         python_op = op_name.python_op(man)  # the Op Name on cpu; the frozen launcher on msprof
-        for case in cases:
-            if case["p0"] is True:
-                case["probe"] = probes.run(root, path, manifest_path, case["id"], python_op,
-                                           device_id=man.protocol.device_id, timeout_s=timeout_s) if python_op else \
-                    {"problem": "the manifest freezes no launcher of the device op (re-freeze with this version)"}
+        p0 = [case for case in cases if case["p0"] is True]
+        found = _in_order([partial(probes.run, root, path, manifest_path, case["id"], python_op,
+                                   device_id=man.protocol.device_id, timeout_s=timeout_s) for case in p0],
+                          workers) if python_op else \
+            [{"problem": "the manifest freezes no launcher of the device op (re-freeze with this version)"}] * len(p0)
+        for case, probe in zip(p0, found):
+            case["probe"] = probe
     after, _ = _code_identity(root, man)
     if after != sha:
         raise ContractError(root, "executable_sha256", "sources changed while the tests ran",
