@@ -214,8 +214,11 @@ def test_final_samples_copied_from_a_faster_case_with_jitter(op):
     assert_caught(check(op, remeasure=True), "P10", "performance_evidence_invalid", "case r1024_c256_fp16: not reproduced")
 
 
-def test_every_final_sample_scaled_by_0_7(op):
-    _forge_final(op, lambda _c, case_dir: [v * 0.7 for v in _samples(case_dir)])
+def test_every_final_sample_scaled_by_0_3(op):
+    # ×0.3 (a claim 3.3× too high): beyond what load does to the paired fp16 ratio (0.9–2.5 re-measured for a
+    # delivered ~1.4), so P10 catches it on a busy CI machine too; ×0.7 is caught only when the verifier's
+    # machine is no busier than the deliverable's was (docs/stage5-check.md: the CI once passed it under load)
+    _forge_final(op, lambda _c, case_dir: [v * 0.3 for v in _samples(case_dir)])
     assert_caught(check(op, remeasure=True), "P10", "performance_evidence_invalid", "not reproduced")
 
 
