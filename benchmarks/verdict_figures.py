@@ -91,6 +91,17 @@ def demo_figure(result: dict, path: Path) -> Path:
 DRAW = {"processes.json": aa_figure, "power.json": power_figure, "demo_runs.json": demo_figure}
 
 
+def save(out: Path, stem: str, result: dict, *, smoke: bool) -> Path:
+    """Write a benchmark's result as ``<stem>.json`` (``<stem>_smoke.json`` for a smoke run, which
+    gets no figure) in ``out`` and draw its figure; the JSON's path."""
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"{stem}{'_smoke' if smoke else ''}.json"
+    path.write_text(json.dumps(result, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    if not smoke:
+        DRAW[path.name](result, out / FIGURES[path.name])
+    return path
+
+
 def draw_all(out: Path) -> list[Path]:
     return [DRAW[name](json.loads((out / name).read_text()), out / FIGURES[name])
             for name in FIGURES if (out / name).is_file()]

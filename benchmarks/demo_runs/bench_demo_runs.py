@@ -104,13 +104,9 @@ def main() -> int:
               "holds_median": sum(r["holds_median"] for r in runs), "holds_all": sum(r["holds_all"] for r in runs),
               "spread": [min(scores), max(scores)] if scores else None,
               "passed": sum(r["returncode"] == 0 for r in runs), "cpu_count": os.cpu_count()}
-    args.out.mkdir(parents=True, exist_ok=True)
-    name = "demo_runs_smoke.json" if args.smoke else "demo_runs.json"
-    (args.out / name).write_text(json.dumps(result, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    if not args.smoke:
-        sys.path.insert(0, str(HERE.parent))
-        import verdict_figures
-        verdict_figures.DRAW[name](result, args.out / verdict_figures.FIGURES[name])
+    sys.path.insert(0, str(HERE.parent))
+    import verdict_figures
+    verdict_figures.save(args.out, "demo_runs", result, smoke=args.smoke)
     print(table(result))
     return 0
 

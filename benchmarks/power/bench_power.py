@@ -192,16 +192,12 @@ def main() -> int:
               "base_passes": BASE_PASSES, "variants": VARIANTS, "comparisons": args.comparisons,
               "load_before": list(load_before), "load_after": list(os.getloadavg()), "cpu_count": os.cpu_count(),
               "total_s": time.perf_counter() - began, "rows": rows, "rounds": data}
-    args.out.mkdir(parents=True, exist_ok=True)
-    name = "power_smoke.json" if args.smoke else "power.json"
-    (args.out / name).write_text(json.dumps(result, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    if not args.smoke:
-        sys.path.insert(0, str(HERE.parent))
-        import verdict_figures
-        verdict_figures.DRAW[name](result, args.out / verdict_figures.FIGURES[name])
+    sys.path.insert(0, str(HERE.parent))
+    import verdict_figures
+    saved = verdict_figures.save(args.out, "power", result, smoke=args.smoke)
     print(table(rows))
     print(f"load average before {load_before[0]:.1f}, after {result['load_after'][0]:.1f} "
-          f"({os.cpu_count()} cores); {result['total_s']:.0f} s; raw rounds in {args.out / name}")
+          f"({os.cpu_count()} cores); {result['total_s']:.0f} s; raw rounds in {saved}")
     return 0
 
 

@@ -241,16 +241,12 @@ def main() -> int:
               "cpu_count": os.cpu_count(), "total_s": time.perf_counter() - began, "rows": rows,
               "rounds": {str(p): r for p, r in rounds.items()},
               "paired_rounds": {str(p): r for p, r in paired.items()}}
-    args.out.mkdir(parents=True, exist_ok=True)
-    name = "processes_smoke.json" if args.smoke else "processes.json"
-    (args.out / name).write_text(json.dumps(result, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    if not args.smoke:
-        sys.path.insert(0, str(HERE.parent))
-        import verdict_figures
-        verdict_figures.DRAW[name](result, args.out / verdict_figures.FIGURES[name])
+    sys.path.insert(0, str(HERE.parent))
+    import verdict_figures
+    saved = verdict_figures.save(args.out, "processes", result, smoke=args.smoke)
     print(table(rows))
     print(f"load average before {load_before[0]:.1f}, after {result['load_after'][0]:.1f} "
-          f"({os.cpu_count()} cores); {result['total_s']:.0f} s; raw rounds in {args.out / name}")
+          f"({os.cpu_count()} cores); {result['total_s']:.0f} s; raw rounds in {saved}")
     return 0
 
 
