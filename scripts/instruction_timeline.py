@@ -28,7 +28,8 @@ from pathlib import Path
 from perftune import fsio
 from perftune.argv import add_json_flag, parser_from_doc
 from perftune.errors import run_cli
-from perftune.measure import timeline, timeline_collect
+from perftune.measure import timeline_collect
+from perftune.profiler import timeline
 
 
 def build_parser():

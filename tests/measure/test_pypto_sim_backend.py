@@ -22,7 +22,8 @@ from conftest import ROOT, assert_one_line_error, run_script
 from perftune.demo import flow, opfolder
 from perftune.contract import manifest as manifest_mod
 from perftune.errors import CheckFailed, ContractError
-from perftune.measure import evidence, pypto_sim_files as files
+from perftune.measure import evidence
+from perftune.profiler import pypto_sim_files as files
 from perftune.measure.backends import RepeatResult, get_backend
 from perftune.measure.backends import pypto_sim
 from perftune.verify import resimulate

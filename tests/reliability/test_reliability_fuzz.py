@@ -22,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from perftune.measure import msprof_csv
+from perftune.profiler import msprof_csv
 from perftune.decide import stats
 from perftune.errors import ContractError
 from perftune.contract.manifest import Decision, canonical_dtype, canonical_shape, parse_manifest, parse_spec

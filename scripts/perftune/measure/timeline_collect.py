@@ -30,7 +30,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from . import collect, evidence, profiler_data, timeline
+from . import collect, evidence
+from ..profiler import case_tables, timeline
 from .. import fsio
 from ..contract import protocol
 from ..errors import CheckFailed, ContractError
@@ -79,9 +80,9 @@ def collect_round(op_dir: str | Path, round_ref: str, *, source: str = "card", k
 
 
 def _collect_case(ctx, rnd, case, target: Path, source, kernel_name, soc_version) -> dict[str, Any]:
-    columns = profiler_data.case_columns(rnd.cases[case.id].path, ctx.protocol.op_name, ctx.op_dir,
+    columns = case_tables.case_columns(rnd.cases[case.id].path, ctx.protocol.op_name, ctx.op_dir,
                                          (protocol.CANONICAL_METRIC,))
-    expected = profiler_data.expected_pipes(columns)
+    expected = case_tables.expected_pipes(columns)
     staged = Path(tempfile.mkdtemp(prefix=".timeline_", dir=_mkparent(target.parent.parent)))
     scratch = Path(tempfile.mkdtemp(prefix="perftune_timeline_"))
     log: list[str] = []
@@ -109,7 +110,7 @@ def _collect_case(ctx, rnd, case, target: Path, source, kernel_name, soc_version
                "dtype": case.dtype, "op_name": ctx.protocol.op_name, "device_id": ctx.protocol.device_id,
                "device_source": protocol.DEVICE_ENV, "seed": ctx.protocol.seed, "warmup": ctx.protocol.warmup,
                "expected_pipes_from": {f: {k: c[k] for k in ("metric", "column", "value", "files")}
-                                       for f, c in profiler_data.pipe_ratios(columns).items()},
+                                       for f, c in case_tables.pipe_ratios(columns).items()},
                "files": [{"path": fsio.display_path(target.parent / p.relative_to(staged), ctx.op_dir),
                           "sha256": fsio.sha256_file(p), "size_bytes": p.stat().st_size} for p in files],
                "model": model, "created_at": evidence.utc_now()}

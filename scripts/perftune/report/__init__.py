@@ -8,5 +8,5 @@
 
 Renderers never compute a statistic; a missing number is shown as ``n/a``, never as 0.
 
-May import: perftune.errors, perftune.fsio, perftune.argv, perftune.contract, perftune.measure, perftune.decide
+May import: perftune.errors, perftune.fsio, perftune.argv, perftune.contract, perftune.profiler, perftune.measure, perftune.decide
 """

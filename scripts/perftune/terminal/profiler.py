@@ -1,7 +1,7 @@
 """Terminal evidence on the msprof backend from profiler data (P8), every number with its source.
 
 Inputs, all recomputed from files: the final round's archived op_summary tables of each case
-(:func:`profiler_data.case_columns`, median over repeats of the target row), the case's
+(:func:`case_tables.case_columns`, median over repeats of the target row), the case's
 supplemental ``timeline.json`` (:mod:`measure.timeline_collect`, hashes re-checked), the platform
 file, and the necessary-work side already computed by :mod:`terminal.roofline` (kept as is).
 
@@ -38,7 +38,8 @@ from typing import Any
 from .. import fsio
 from ..contract import protocol
 from ..errors import ContractError, PerftuneError
-from ..measure import devices, evidence, profiler_data, timeline
+from ..measure import devices, evidence
+from ..profiler import case_tables, timeline
 from ..measure.timeline_collect import timeline_path
 from . import roofline
 
@@ -138,9 +139,9 @@ def case_evidence(op_dir: Path, rnd: evidence.RoundEvidence, case, op_name: str,
     """``entry`` (the cpu-shaped block with the necessary-work roofline) completed from profiler data."""
     out = copy.deepcopy(entry)
     roof = out["roofline_terminal"]
-    columns = profiler_data.case_columns(rnd.cases[case.id].path, op_name, op_dir)
+    columns = case_tables.case_columns(rnd.cases[case.id].path, op_name, op_dir)
     doc, ref = load_timeline(op_dir, rnd, case.id)
-    ratios = profiler_data.pipe_ratios(columns)
+    ratios = case_tables.pipe_ratios(columns)
     levels = memory_levels(columns, roof["measured_us"], platform.peaks["memory_bytes_per_s"])
     scalar = ratios.get("SCALAR")
     share = scalar["value"] if scalar else None
@@ -222,7 +223,7 @@ def missing_metric_groups(op_dir: Path, doc: dict[str, Any]) -> list[str]:
         return []
     out = []
     for case_dir in sorted(folder.glob("case_*")):
-        for repeat in profiler_data.repeat_dirs(case_dir):
+        for repeat in case_tables.repeat_dirs(case_dir):
             for metric in protocol.METRIC_GROUPS:
                 if not (repeat / f"op_summary_{metric}.csv").is_file():
                     out.append(f"{case_dir.name}: missing evidence: metric group {metric} "

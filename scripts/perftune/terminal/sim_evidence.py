@@ -23,7 +23,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..measure import pypto_sim_files as files
+from ..profiler import pypto_sim_files as files
 from ..measure.backends import pypto_sim
 from . import roofline
 

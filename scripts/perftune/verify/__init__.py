@@ -3,5 +3,5 @@
 ``stage4`` holds the machine-checkable Stage 4 static gates on ``test_<op>.py`` (ast only, plus
 one delivery-import probe in a subprocess); ``stage5`` runs them before P1-P8.
 
-May import: perftune.errors, perftune.fsio, perftune.argv, perftune.contract, perftune.measure, perftune.decide, perftune.terminal, perftune.report, perftune.artefacts
+May import: perftune.errors, perftune.fsio, perftune.argv, perftune.contract, perftune.profiler, perftune.measure, perftune.decide, perftune.terminal, perftune.report, perftune.artefacts
 """

@@ -39,7 +39,8 @@ from pathlib import Path
 from typing import Any
 
 from ... import fsio
-from .. import msprof_csv, routing
+from .. import routing
+from ...profiler import msprof_csv
 from ...contract import protocol
 from ...errors import CheckFailed, ContractError, EnvError
 from ...contract.manifest import Case

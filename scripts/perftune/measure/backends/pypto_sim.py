@@ -41,7 +41,7 @@ from typing import Any
 from ... import fsio
 from ...contract.manifest import Case
 from ...errors import CheckFailed, ContractError, EnvError
-from .. import pypto_sim_files as files
+from ...profiler import pypto_sim_files as files
 from ..attestation import ATTESTATION_JSON
 from .. import routing
 from .base import Backend, RepeatResult, RunSpec, adapter_command, marker_lines, repeat_dir_name, run_logged, runner_env, write_evidence_status

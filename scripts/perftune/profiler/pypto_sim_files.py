@@ -17,7 +17,7 @@ every number the pypto-sim backend reports is re-derived from the archived raw f
   ``Core Total Work Time``, ``Total Wait Time``, ``Wait Schedule Time``, ``Wait Predecessor Time``
   (µs). Cores that ran no task are dropped from the summary.
 
-The per-pipe busy model (:func:`busy_model`) is :mod:`perftune.measure.timeline`'s, the one the
+The per-pipe busy model (:func:`busy_model`) is :mod:`perftune.profiler.timeline`'s, the one the
 msprof instruction timeline uses: a lane is one core; per lane the spans of one pipe are united
 (overlapping or repeated spans count once), the core's task time is the union of its task spans,
 and compute/data-movement overlap is counted only inside one lane (different cores run independently).
@@ -165,7 +165,7 @@ def _spans(entries: Any, key: str, source: str) -> list[tuple[int, int]]:
 def busy_model(swim: Any, pipe_swim: Any, source: str = PIPE_SWIM_JSON) -> dict[str, Any]:
     """Per core type: cores used, task cycles, per-family busy cycles and ratio, in-core overlap.
 
-    The lanes, unions and overlap are :mod:`perftune.measure.timeline`'s model (one model for the
+    The lanes, unions and overlap are :mod:`perftune.profiler.timeline`'s model (one model for the
     msprof instruction timeline and the simulator); a lane is ``(coreType, blockIdx)``."""
     if not isinstance(swim, list) or not isinstance(pipe_swim, list):
         raise ContractError(source, "-", "a swim file is not a list of cores", "archive the simulator files unchanged")

@@ -9,7 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from perftune.measure import msprof_csv, routing
+from perftune.measure import routing
+from perftune.profiler import msprof_csv
 from perftune.errors import ContractError
 
 RECORDED = Path(__file__).resolve().parents[1] / "fixtures" / "msprof" / "recorded"

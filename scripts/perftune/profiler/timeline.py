@@ -12,7 +12,7 @@ call :func:`summarise` directly):
   each other: different cores run independently).
 - :func:`summarise`: on the unique target-kernel window, :func:`merge_lanes`, overlap of two
   families only inside the same lane, and completeness (``expected`` families present; lanes named).
-  The pypto-sim backend (:func:`perftune.measure.pypto_sim_files.busy_model`) builds its events
+  The pypto-sim backend (:func:`perftune.profiler.pypto_sim_files.busy_model`) builds its events
   from the simulator's per-core pipe spans and uses :func:`merge_lanes` and
   :func:`compute_movement_overlap` the same way.
 

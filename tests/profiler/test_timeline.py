@@ -12,7 +12,7 @@ import pytest
 
 from conftest import EXAMPLE, assert_one_line_error, freeze_example, run_script
 from perftune.errors import ContractError
-from perftune.measure import timeline
+from perftune.profiler import timeline
 
 FAKE = Path(__file__).resolve().parents[1] / "fixtures" / "msprof"
 sys.path.insert(0, str(FAKE))

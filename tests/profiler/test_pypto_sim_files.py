@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from perftune.errors import ContractError
-from perftune.measure import pypto_sim_files as files
+from perftune.profiler import pypto_sim_files as files
 from perftune.measure import routing
 
 RECORDED = Path(__file__).resolve().parents[1] / "fixtures" / "pypto_sim" / "recorded"
