@@ -46,9 +46,13 @@ class Finding:
     category: str
     message: str
     evidence: tuple[str, ...] = ()
+    check: str = ""                 # the check id below the gate, e.g. ``P2.fingerprint`` (issue 29)
+    expected: str | None = None     # what the check expected, as printed
+    actual: str | None = None       # what it found
 
     def as_dict(self) -> dict[str, Any]:
-        return {"gate": self.gate, "category": self.category, "message": self.message,
+        return {"gate": self.gate, "check": self.check or self.gate, "category": self.category,
+                "message": self.message, "expected": self.expected, "actual": self.actual,
                 "evidence": list(self.evidence)}
 
 
