@@ -6,12 +6,15 @@ card (application profiler with instruction profiling, then the timeline export)
 card (`msprof op simulator`), and writes docs/perf/timeline/<round>/<case folder>/timeline.json:
 per-pipe busy intervals inside the one target-kernel window, overlap counted only within one lane,
 completeness checks and the hashes of the archived exports. Timeline durations never replace
-formal numbers. `parse` reads one Chrome trace file and prints the per-pipe model (no profiling).
+formal numbers. `parse` reads one Chrome trace file (a simulator per-core or all-core trace.json,
+an msprof_*.json export or its slices, a torch_npu trace_view.json) and prints the per-pipe model
+(no profiling): the window is the one event named --op-name, or, when no event names the kernel
+(simulator traces never do), the whole capture, and the output says which.
 
 usage:
   instruction_timeline.py collect --op-dir DIR --round ROUND [--source card|simulator]
                           [--kernel-name NAME] [--soc-version SOC] [--json]
-  instruction_timeline.py parse --trace FILE --op-name NAME [--json]
+  instruction_timeline.py parse --trace FILE [--trace SLICE ...] [--op-name NAME] [--core NAME] [--json]
 
 example:
   python3 scripts/instruction_timeline.py collect --op-dir custom/softmax --round round_007
@@ -27,7 +30,7 @@ from pathlib import Path
 
 from perftune import fsio
 from perftune.argv import add_json_flag, parser_from_doc
-from perftune.errors import run_cli
+from perftune.errors import ContractError, run_cli
 from perftune.measure import timeline_collect
 from perftune.profiler import timeline
 
@@ -44,20 +47,36 @@ def build_parser():
     collect.add_argument("--soc-version", help="simulator only: the simulator model, e.g. Ascend950")
     add_json_flag(collect)
     parse = sub.add_parser("parse", help="print the per-pipe model of one Chrome trace file")
-    parse.add_argument("--trace", required=True, help="a timeline export or trace.json")
-    parse.add_argument("--op-name", required=True, help="the target kernel's exact name (its window)")
+    parse.add_argument("--trace", required=True, action="append",
+                       help="a trace.json, msprof_*.json or trace_view.json (repeat for the slices of one export)")
+    parse.add_argument("--op-name", help="the target kernel's exact name (its window); default: the whole capture")
+    parse.add_argument("--core", help="the core a per-core simulator trace belongs to (default: its folder name)")
     add_json_flag(parse)
     return parser
+
+
+def _text(path: Path) -> str:
+    try:
+        return path.read_bytes().decode("utf-8-sig")
+    except OSError as exc:
+        raise ContractError(path, "--trace", f"cannot read the trace: {exc.strerror}", "pass the right path") from None
+    except UnicodeDecodeError:
+        raise ContractError(path, "--trace", "is not UTF-8 text", "pass the JSON trace, not a .bin") from None
 
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "parse":
-        text = Path(args.trace).read_text(encoding="utf-8")
-        window, events, names = timeline.events_from_chrome(text, args.trace, args.op_name)
-        model = timeline.summarise(window, events, lane_names=names)
-        print(fsio.dumps(model), end="") if args.json else print(
-            "\n".join(f"{f}: busy {v['busy']} over {v['lanes']} lanes" for f, v in model["pipes"].items()))
+        paths = [Path(p) for p in args.trace]
+        names = timeline.slice_order([p.name for p in paths], args.trace[0]) if len(paths) > 1 else [paths[0].name]
+        ordered = [next(p for p in paths if p.name == n) for n in names]
+        trace = timeline.read_trace([(_text(p), str(p)) for p in ordered], args.op_name,
+                                    core=args.core or paths[0].resolve().parent.name)
+        model = timeline.summarise_trace(trace)
+        window = model["window"]
+        print(fsio.dumps(model), end="") if args.json else print("\n".join(
+            [f"window [{window['start']}, {window['end']}] ({window['source']}: {trace.note}); lanes by "
+             f"{model['lane_model']}"] + [f"{f}: busy {v['busy']} over {v['lanes']} lanes" for f, v in model["pipes"].items()]))
         return 0
     say = (lambda line: print(line, file=sys.stderr, flush=True)) if args.json else print
     rows = timeline_collect.collect_round(args.op_dir, args.round, source=args.source, kernel_name=args.kernel_name,

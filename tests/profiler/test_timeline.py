@@ -42,21 +42,57 @@ def test_union_and_same_lane_overlap_only():
 def test_broken_exports_are_refused(mode, needle):
     text = fake_timeline.card_trace(TARGET, [mode])
     with pytest.raises(ContractError, match=needle):
-        timeline.events_from_chrome(text, "msprof.json", TARGET)
+        timeline.read_trace([(text, "msprof.json")], TARGET)
 
 
 def test_wrong_name_is_an_empty_capture_and_lanes_come_from_the_file():
     text = fake_timeline.card_trace(TARGET, ["ok"])
     with pytest.raises(ContractError, match="empty capture"):
-        timeline.events_from_chrome(text, "msprof.json", "softmax_kernel")
-    window, events, names = timeline.events_from_chrome(text, "msprof.json", TARGET)
-    model = timeline.summarise(window, events, lane_names=names)
-    assert window == (1000.0, 1040.0)
-    assert {(r["pid"], r["tid"], r["process"], r["thread"]) for r in model["lanes"]} == {
+        timeline.read_trace([(text, "msprof.json")], "softmax_kernel", require_target=True)
+    trace = timeline.read_trace([(text, "msprof.json")], TARGET)
+    model = timeline.summarise_trace(trace)
+    assert trace.window == (1000.0, 1040.0) and model["window"]["source"] == "target_event"
+    assert model["lane_model"] == "thread_is_lane"
+    assert {(*r["lane"], r["process"], r["thread"]) for r in model["lanes"]} == {
         (1, 0, "AI Vector Core", "block 0"), (1, 1, "AI Vector Core", "block 1"), (2, 0, "AI Cube Core", "block 0")}
     assert "other" in model["pipes"]  # FLOWCTRL kept, not dropped, not a pipe
-    cross = timeline.events_from_chrome(fake_timeline.card_trace(TARGET, ["cross_lane_only"]), "x", TARGET)
-    assert timeline.summarise(cross[0], cross[1])["overlap_same_lane"].get("MTE2|VECTOR", 0.0) == 0.0
+    cross = timeline.read_trace([(fake_timeline.card_trace(TARGET, ["cross_lane_only"]), "x")], TARGET)
+    assert timeline.summarise_trace(cross)["overlap_same_lane"].get("MTE2|VECTOR", 0.0) == 0.0
+
+
+def test_fake_simulator_core_trace_has_the_real_pid_model():
+    events = fake_timeline.core_trace(list(fake_timeline.VECTOR_LANE))
+    processes = {e["pid"]: e["args"]["name"] for e in events if e["name"] == "process_name"}
+    assert processes == {60: "MTE2", 70: "MTE3", 10: "SCALAR", 30: "VECTOR"}
+    trace = timeline.read_trace([(json.dumps({"traceEvents": events}), "core0.veccore0/trace.json")],
+                                core="core0.veccore0")
+    model = timeline.summarise_trace(trace)
+    assert model["lane_model"] == "file_is_core" and [r["lane"] for r in model["lanes"]] == [["core0.veccore0"]]
+    assert model["window"]["source"] == "capture" and "whole capture" in model["window"]["note"]
+    # VECTOR 8-30 and 12-20 on two channels: one union; MTE2 0-10 overlaps it 8-10 on the same core
+    assert model["pipes"]["VECTOR"]["busy"] == 22.0 and model["overlap_same_lane"]["MTE2|VECTOR"] == 2.0
+
+
+def test_slices_in_order_and_a_missing_slice_named():
+    assert timeline.slice_order(["msprof_slice_1_20240611120001.json", "msprof_slice_0_20240611120000.json"]) == [
+        "msprof_slice_0_20240611120000.json", "msprof_slice_1_20240611120001.json"]
+    with pytest.raises(ContractError, match="slice 0 is missing"):
+        timeline.slice_order(["msprof_slice_1_20240611120001.json", "msprof_slice_2_20240611120001.json"])
+    with pytest.raises(ContractError, match="2 timeline exports"):
+        timeline.slice_order(["msprof_20240611120000.json", "msprof_20240611120000_1.json"])
+    names, texts = fake_timeline.sliced(TARGET, ["sliced"])
+    whole = timeline.summarise_trace(timeline.read_trace([(fake_timeline.card_trace(TARGET, ["ok"]), "w")], TARGET))
+    parts = timeline.summarise_trace(timeline.read_trace(list(zip(texts, names)), TARGET))
+    assert parts["pipes"] == whole["pipes"] and parts["window"] == whole["window"]
+
+
+def test_exact_timestamps_and_host_ops_are_never_a_pipe():
+    text = json.dumps([{"ph": "M", "name": "process_name", "pid": 1, "args": {"name": "Python"}},
+                       {"ph": "X", "name": "aten::_local_scalar_dense", "pid": 1, "tid": 1,
+                        "ts": "1784177220813328.982", "dur": 3.13}])
+    model = timeline.summarise_trace(timeline.read_trace([(text, "trace_view.json")]))
+    assert model["window"]["start"] == "1784177220813328.982" and model["window"]["end"] == "1784177220813332.112"
+    assert list(model["pipes"]) == ["other"]
 
 
 @pytest.fixture(scope="module")

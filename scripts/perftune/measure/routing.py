@@ -6,9 +6,10 @@ Pure (DESIGN §6, STYLE habit 7). Routing is a *diagnostic*, never a verdict: ev
 
 Rule (thresholds from :mod:`perftune.contract.protocol`):
 
-1. Primary core: ``aic`` when ``aicore_time(us)`` >= ``aiv_time(us)``, else ``aiv``. A missing time
-   is not 0: with one time present that core is primary if its time is > 0. With no positive time
-   there is no primary core and the label is ``insufficient_evidence``.
+1. Primary core: :func:`perftune.profiler.core_types.primary_core` (the rule's one owner): the side
+   with the larger positive time (ties go to aic); a missing time is not 0, and a ``0.0`` written
+   next to positive ``*_total_cycles`` is missing (CANN 9.0.0 without frequency data); with no
+   positive time, the only side that ran cycles. Else no primary core: ``insufficient_evidence``.
 2. Families of the primary core (ratio columns, fractions in [0, 1]):
    aic: compute = mac, cube; data_movement = mte1, mte2, mte3, fixpipe; scalar = scalar.
    aiv: compute = vec; data_movement = mte2, mte3; scalar = scalar.
@@ -28,10 +29,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..contract import protocol
+from ..profiler import core_types
 from ..errors import ContractError
 
 AIC_TIME = "aicore_time(us)"
 AIV_TIME = "aiv_time(us)"
+CORE_COLUMNS = (*core_types.TIME.values(), *core_types.CYCLES.values())  # what primary_core reads
 FAMILY_ORDER = ("compute", "data_movement", "scalar")
 FAMILIES: dict[str, dict[str, tuple[str, ...]]] = {
     "aic": {
@@ -66,17 +69,19 @@ def _number(row: Mapping[str, Any], column: str, source: str) -> float | None:
 
 
 def primary_core(row: Mapping[str, Any], source: str = "-") -> str | None:
-    """``aic``/``aiv`` by the larger busy time (ties go to aic); None without a positive time."""
-    times = {}
-    for core, column in (("aic", AIC_TIME), ("aiv", AIV_TIME)):
+    """``aic``/``aiv`` by :func:`core_types.primary_core`; None without a positive time or a lone side's cycles."""
+    return primary_core_basis(row, source)[0]
+
+
+def primary_core_basis(row: Mapping[str, Any], source: str = "-") -> tuple[str | None, str]:
+    values = {}
+    for column in (*core_types.TIME.values(), *core_types.CYCLES.values()):
         value = _number(row, column, source)
         if value is not None and value < 0:
-            raise ContractError(source, column, f"negative time {value}", "re-export the profiler output")
-        times[core] = value
-    positive = {core: t for core, t in times.items() if t is not None and t > 0}
-    if not positive:
-        return None
-    return "aic" if positive.get("aic", -1.0) >= positive.get("aiv", -1.0) else "aiv"
+            raise ContractError(source, column, f"negative value {value}", "re-export the profiler output")
+        values[column] = value
+    times, cycles = core_types.values_of(values.get)
+    return core_types.primary_core(times, cycles)
 
 
 def family_ratios(row: Mapping[str, Any], core: str, source: str = "-") -> dict[str, dict[str, float]]:
@@ -107,7 +112,7 @@ def _label(present: bool, triggered: list[str]) -> str:
 
 def route(row: Mapping[str, Any], source: str = "-") -> dict[str, Any]:
     """The bound route of one op_summary row (a mapping column → number/None)."""
-    core = primary_core(row, source)
+    core, basis = primary_core_basis(row, source)
     ratios = family_ratios(row, core, source) if core else {f: {} for f in FAMILY_ORDER}
     maxima = {f: (max(values.values()) if values else None) for f, values in ratios.items()}
     present = [m for m in maxima.values() if m is not None]
@@ -118,6 +123,7 @@ def route(row: Mapping[str, Any], source: str = "-") -> dict[str, Any]:
     return {
         "kind": ROUTE_KIND,
         "primary_core": core,
+        "primary_core_basis": basis,
         "ratios": {column: value for values in ratios.values() for column, value in sorted(values.items())},
         "family_max": maxima,
         "triggered_families": triggered,

@@ -8,12 +8,16 @@ Card route (upstream §4.8): ``spec.warmup`` plain runs, then ``msprof --ai-core
 --aic-metrics=PipeUtilization --instr-profiling=on --task-time=on --ascendcl=on --output=<dir>
 <runner>``, then ``msprof --export=on --type=text --reports=<reports.json> --output=<PROF dir>``
 with ``{"json_process": {"ascend": true, "biu_perf": true}}``. Exactly one ``PROF_*`` with one
-``device_<id>`` folder, exactly one new ``msprof_*.json`` export; ``biu_perf.db`` is archived and
+``device_<id>`` folder, exactly one new ``msprof_*.json`` export or the complete slices of one
+(``msprof_slice_<N>_<timestamp>.json``, :func:`timeline.slice_order`: a missing slice is named);
+``biu_perf.db`` is archived and
 hashed when present. Simulator route (no card): ``msprof op simulator [--kernel-name=K]
 [--soc-version=S] --output=<dir> <runner>``; exactly one ``OPPROF_*/simulator`` holding per-core
 folders ``core*.veccore*`` / ``core*.cubecore*`` each with a ``trace.json``; none is the silent
-empty capture of a ``--kernel-name`` that matched nothing. Simulator lanes are cores (the trace's
-threads are the pipe channels), card lanes are the export's ``(pid, tid)``.
+empty capture of a ``--kernel-name`` that matched nothing. Simulator lanes are cores: a per-core
+trace's processes are the pipes and its threads their channels, the core is the file
+(:func:`timeline.lane_model` ``file_is_core``); the window is the whole capture of all cores (no
+simulator event names the kernel). Card lanes are the export's ``(pid, tid)``.
 
 ``timeline.json`` holds the per-pipe model (:func:`timeline.summarise`), the expected pipes (busy in
 the round's PipeUtilization table of the case), the hashes of every archived file, and
@@ -153,15 +157,19 @@ def _card(run, scratch: Path, runner: list[str], ctx, expected, staged: Path):
     reports = scratch / "reports.json"
     reports.write_text(json.dumps(REPORTS))
     run([exe, "--export=on", "--type=text", f"--reports={reports}", f"--output={profs[0]}"], "timeline export")
-    new = sorted(set(profs[0].rglob("msprof_*.json")) - before)
-    if len(new) != 1:
+    new = {p.name: p for p in set(profs[0].rglob("msprof_*.json")) - before}
+    if not new or len({p.parent for p in new.values()}) != 1:
         raise CheckFailed(profs[0], "msprof_*.json", f"{len(new)} new timeline exports (need exactly 1)",
                           "export once into a fresh PROF folder")
-    path = new[0]
-    window, events, names = timeline.events_from_chrome(path.read_text(encoding="utf-8"), str(path),
-                                                         ctx.protocol.op_name)
-    model = timeline.summarise(window, events, expected=expected, lane_names=names, unit="us")
-    files = [_keep(path, staged, path.name)]
+    try:
+        paths = [new[n] for n in timeline.slice_order(new, str(profs[0]))]
+    except ContractError as exc:
+        raise CheckFailed(profs[0], "msprof_*.json", f"{len(new)} new timeline exports (need exactly 1): "
+                          f"{exc.problem}", exc.fix) from None
+    trace = timeline.read_trace([(p.read_text(encoding="utf-8"), str(p)) for p in paths], ctx.protocol.op_name,
+                                require_target=True)
+    model = timeline.summarise_trace(trace, expected=expected, unit="us")
+    files = [_keep(p, staged, p.name) for p in paths]
     biu = sorted(devices[0].rglob("biu_perf.db"))
     files += [_keep(biu[0], staged, "biu_perf.db")] if len(biu) == 1 else []
     advice, kept = advisor(profs[0], scratch, staged)
@@ -208,20 +216,18 @@ def _simulator(run, scratch: Path, runner, ctx, expected, staged: Path, kernel_n
                           "run once without --kernel-name, copy the exact name from OpBasicInfo.csv")
     events, names, files = [], {}, []
     for core in cores:
-        trace = core / "trace.json"
-        if not trace.is_file():
+        trace_path = core / "trace.json"
+        if not trace_path.is_file():
             raise CheckFailed(core, "trace.json", "is missing for this core (expected lane)", "re-run the simulator")
-        raw, threads, processes = timeline.chrome_trace_events(trace.read_text(encoding="utf-8"), str(trace))
-        for e in raw:
-            lane = (core.name, e.get("pid"))
-            family = timeline.pipe_family(threads.get((e.get("pid"), e.get("tid"))), e.get("name"))
-            events.append(timeline.Event(lane, family, e["ts"], e["ts"] + e["dur"], str(e.get("name"))))
-            names[lane] = {"process": processes.get(e.get("pid")), "thread": core.name}
-        files.append(_keep(trace, staged, f"{core.name}/trace.json"))
-    if not events:
-        raise CheckFailed(sims[0], "trace.json", "no instruction events", "re-run the simulator")
+        trace = timeline.read_trace([(trace_path.read_text(encoding="utf-8"), str(trace_path))], core=core.name)
+        events += trace.events
+        names.update(trace.lane_names)
+        files.append(_keep(trace_path, staged, f"{core.name}/trace.json"))
     window = (min(e.start for e in events), max(e.end for e in events))
-    model = timeline.summarise(window, events, expected=expected, lane_names=names, unit="simulator_trace_ts")
+    model = timeline.summarise(window, events, expected=expected, lane_names=names, unit="simulator_trace_ts",
+                               window_source="capture", lane_model=trace.lane_model,
+                               note="no simulator event names the kernel: the window is the whole capture of "
+                                    f"the {len(cores)} per-core traces")
     model["note"] = "simulator timestamps show structure, not hardware time"
     return files, model, {"simulator": {"kernel_name": kernel_name, "soc_version": soc_version,
                                         "cores": [c.name for c in cores]}}

@@ -7,9 +7,14 @@ column, the median over repeats with its citation ``{metric, column, files, rows
 missing table is a :class:`ContractError` naming the metric group. ``N/A`` cells are left out;
 a column with no number in any repeat is absent.
 
-:data:`PIPE_RATIO_COLUMNS` maps the documented pipe families to their ``*_ratio`` columns
-(``aic_*`` cube core, ``aiv_*`` vector core); :func:`pipe_ratios` takes, per family, the larger
-of the present columns, as the peer's bound analyzer does (docs/msprof-backend.md).
+:data:`core_types.PIPE_COLUMNS` maps the documented pipe families to their ``*_ratio`` columns per
+core type (``aic_*`` cube core, ``aiv_*`` vector core). :func:`pipe_ratios` reports the ratios of
+ONE side, the primary core of :func:`core_types.primary_core` (the rule routing uses), each
+citation naming its ``core``: on a MIX kernel a ratio of the nearly idle side (SCALAR 0.551 of a
+cube side busy 4.45 of 300 µs) is never taken for the kernel's. Without a primary core a row
+with only one side's ratios reports that side; with both sides and no time, nothing.
+:func:`pipe_ratios_by_core` gives both sides; :func:`expected_pipes` (what an instruction timeline
+must show) takes a family busy on any side that ran.
 """
 
 from __future__ import annotations
@@ -21,14 +26,8 @@ from typing import Any
 from .. import fsio
 from ..contract import protocol
 from ..errors import ContractError
-from . import msprof_csv
+from . import core_types, msprof_csv
 
-PIPE_RATIO_COLUMNS = {
-    "VECTOR": ("aiv_vec_ratio",), "CUBE": ("aic_mac_ratio", "aic_cube_ratio"),
-    "MTE1": ("aic_mte1_ratio", "aiv_mte1_ratio"), "MTE2": ("aiv_mte2_ratio", "aic_mte2_ratio"),
-    "MTE3": ("aiv_mte3_ratio", "aic_mte3_ratio"), "SCALAR": ("aiv_scalar_ratio", "aic_scalar_ratio"),
-    "FIXPIPE": ("aic_fixpipe_ratio",),
-}
 BUSY_RATIO = 0.01  # a pipe with a ratio above 1 % must appear in the instruction timeline
 
 
@@ -70,17 +69,42 @@ def case_columns(case_dir: Path, op_name: str, op_dir: Path,
     return out
 
 
-def pipe_ratios(columns: dict[str, dict[str, dict[str, Any]]]) -> dict[str, dict[str, Any]]:
-    """``{family: citation}``: the largest present ratio column of each family (PipeUtilization)."""
+def _value(pipe: dict[str, dict[str, Any]], column: str) -> float | None:
+    return pipe[column]["value"] if column in pipe else None
+
+
+def primary_core(columns: dict[str, dict[str, dict[str, Any]]]) -> tuple[str | None, str]:
+    """``(core, basis)`` of the case's PipeUtilization table (:func:`core_types.primary_core`)."""
     pipe = columns.get(protocol.CANONICAL_METRIC, {})
-    out = {}
-    for family, names in PIPE_RATIO_COLUMNS.items():
-        present = [pipe[n] for n in names if n in pipe]
-        if present:
-            out[family] = max(present, key=lambda c: c["value"])
+    times, cycles = core_types.values_of(lambda c: _value(pipe, c))
+    return core_types.primary_core(times, cycles)
+
+
+def pipe_ratios_by_core(columns: dict[str, dict[str, dict[str, Any]]]) -> dict[str, dict[str, dict[str, Any]]]:
+    """``{core: {family: citation}}``: the present ratio columns of each side (the first present per family)."""
+    pipe = columns.get(protocol.CANONICAL_METRIC, {})
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for core, families in core_types.PIPE_COLUMNS.items():
+        for family, names in families.items():
+            present = [pipe[n] for n in names if n in pipe]
+            if present:
+                out.setdefault(core, {})[family] = {**present[0], "core": core}
     return out
 
 
+def pipe_ratios(columns: dict[str, dict[str, dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+    """``{family: citation}`` of the primary core's side (module docstring)."""
+    sides = pipe_ratios_by_core(columns)
+    core, basis = primary_core(columns)
+    if core is None and len(sides) == 1:
+        core, basis = next(iter(sides)), "the only side with ratios"
+    return {f: {**c, "primary_core_basis": basis} for f, c in sides.get(core, {}).items()} if core else {}
+
+
 def expected_pipes(columns: dict[str, dict[str, dict[str, Any]]]) -> list[str]:
-    """Families the PipeUtilization table says were busy (ratio above :data:`BUSY_RATIO`)."""
-    return sorted(f for f, c in pipe_ratios(columns).items() if c["value"] > BUSY_RATIO)
+    """Families the PipeUtilization table says were busy (ratio above :data:`BUSY_RATIO`) on a side that ran."""
+    pipe = columns.get(protocol.CANONICAL_METRIC, {})
+    times, cycles = core_types.values_of(lambda c: _value(pipe, c))
+    idle = {c for c in core_types.CORES if times[c] == 0 and not (cycles[c] or 0) > 0}
+    return sorted({f for core, fams in pipe_ratios_by_core(columns).items() if core not in idle
+                   for f, c in fams.items() if c["value"] > BUSY_RATIO})

@@ -8,7 +8,8 @@ file, and the necessary-work side already computed by :mod:`terminal.roofline` (
 Per case:
 - ``profiler.memory_levels``: bytes moved per level = (read + write bandwidth, GB/s) x the core
   time of the same table (``aiv_time(us)`` for ``aiv_*`` columns, ``aicore_time(us)`` for
-  ``aic_*``); GM from Memory, L1 from Memory (cube), UB from MemoryUB, L0 from MemoryL0. The GM
+  ``aic_*``; a 0.0 written next to real cycles is a missing time, :func:`core_types.core_time`:
+  the level then has ``bytes: null`` and ``missing_core_time``, never 0 B); GM from Memory, L1 from Memory (cube), UB from MemoryUB, L0 from MemoryL0. The GM
   bandwidth attained over the case time is compared with the platform's memory peak (its source
   kept). Measured arithmetic intensity = necessary operations / measured GM bytes.
 - ``profiler.reading`` from the PipeUtilization ratios (the peer's reading rules): every pipe under
@@ -23,7 +24,9 @@ Per case:
   :data:`PROVEN_MIN_SHARE` of the shorter busy time, ``residual_not_overlapped`` when both kinds
   are busy but do not overlap that much (coincidence on different lanes is not overlap),
   ``not_applicable_with_dag`` when only one kind is busy (no movement/compute edge to overlap).
-- ``scalar_evidence.dominant``: the SCALAR ratio above ``roofline.SCALAR_DOMINANT_SHARE``; the
+- ``scalar_evidence.dominant``: the SCALAR ratio of the primary core's side
+  (:func:`case_tables.pipe_ratios`, the side routing reads; never the nearly idle side of a MIX
+  kernel) above ``roofline.SCALAR_DOMINANT_SHARE``; the
   timeline's SCALAR busy fraction is given beside it.
 A missing metric group, timeline or timeline file is a :class:`ContractError` naming it;
 :func:`verify` turns it into a P8 problem.
@@ -39,7 +42,7 @@ from .. import fsio
 from ..contract import protocol
 from ..errors import ContractError, PerftuneError
 from ..measure import devices, evidence
-from ..profiler import case_tables, timeline
+from ..profiler import case_tables, core_types, timeline
 from ..measure.timeline_collect import timeline_path
 from . import roofline
 
@@ -59,21 +62,30 @@ LEVELS = {
 
 
 def _cite(c: dict[str, Any]) -> dict[str, Any]:
-    return {k: c[k] for k in ("metric", "column", "value", "files", "rows", "aggregation")}
+    return {k: c[k] for k in ("metric", "column", "value", "files", "rows", "aggregation", "core") if k in c}
 
 
 def memory_levels(columns: dict, case_us: float, peak: roofline.Peak) -> dict[str, Any]:
     out = {}
     for level, (metric, names) in LEVELS.items():
-        table, parts = columns.get(metric, {}), []
+        table, parts, missing = columns.get(metric, {}), [], []
         for name in names:
-            time_col = "aiv_time(us)" if name.startswith("aiv_") else "aicore_time(us)"
-            if name in table and time_col in table:
-                parts.append({"bytes": table[name]["value"] * table[time_col]["value"] * 1e3,
-                              "bandwidth": _cite(table[name]), "core_time_us": _cite(table[time_col])})
+            core = "aiv" if name.startswith("aiv_") else "aic"
+            time_col, cycles_col = core_types.TIME[core], core_types.CYCLES[core]
+            if name not in table or time_col not in table:
+                continue
+            cycles = table[cycles_col]["value"] if cycles_col in table else None
+            time_us, how = core_types.core_time(table[time_col]["value"], cycles)
+            if time_us is None:
+                missing.append({"bandwidth": name, "core_time": time_col, "reason": how})
+                continue
+            parts.append({"bytes": table[name]["value"] * time_us * 1e3,
+                          "bandwidth": _cite(table[name]), "core_time_us": _cite(table[time_col])})
         if parts:
             out[level] = {"bytes": _r(sum(p["bytes"] for p in parts)), "from": parts}
-    if "GM" in out:
+        elif missing:   # never 0 B from a 0.0 that means "not written"
+            out[level] = {"bytes": None, "missing_core_time": missing}
+    if (out.get("GM") or {}).get("bytes") is not None:
         rate = out["GM"]["bytes"] / (case_us * 1e-6)
         out["GM"].update(attained_bytes_per_s=_r(rate), peak_bytes_per_s=peak.value, peak_status=peak.status,
                          peak_source=peak.source, fraction_of_peak=_r(rate / peak.value))
@@ -120,7 +132,7 @@ def pipeline_block(model: dict[str, Any], ref: dict[str, Any]) -> dict[str, Any]
     computing = {f: pipes[f]["busy"] for f in timeline.COMPUTE_PIPES if f in pipes}
     pairs = {k: v for k, v in overlap.items() if len({*k.split("|")} & set(moving)) == 1
              and len({*k.split("|")} & set(computing)) == 1}
-    lanes = [{"pid": r["pid"], "tid": r["tid"], "overlap": r["overlap"]} for r in model["lanes"] if r.get("overlap")]
+    lanes = [{"lane": r["lane"], "overlap": r["overlap"]} for r in model["lanes"] if r.get("overlap")]
     source = {"timeline": ref["path"], "sha256": ref["sha256"], "field": "model.overlap_same_lane", "lanes": lanes}
     if not moving or not computing:
         return {"status": "not_applicable_with_dag", "source": source, "grounds": [
@@ -146,9 +158,12 @@ def case_evidence(op_dir: Path, rnd: evidence.RoundEvidence, case, op_name: str,
     scalar = ratios.get("SCALAR")
     share = scalar["value"] if scalar else None
     status, reason = roofline.classify(roof["attained_fraction"], roof["compute_to_memory_ratio"], share)
-    if status == "data_movement_bound" and "GM" not in levels:
-        status, reason = "insufficient_evidence", "memory bound needs the measured GM bandwidth (Memory group)"
-    if "GM" in levels:
+    measured_gm = (levels.get("GM") or {}).get("bytes") is not None
+    if status == "data_movement_bound" and not measured_gm:
+        status, reason = "insufficient_evidence", "memory bound needs the measured GM bandwidth (Memory group)" + (
+            " and the core time it was measured over (missing: 0.0 written next to real cycles)"
+            if "GM" in levels else "")
+    if measured_gm:
         gm = levels["GM"]
         reason += (f"; measured GM traffic {gm['bytes']:.4g} B at {gm['attained_bytes_per_s']:.4g} B/s = "
                    f"{gm['fraction_of_peak']:.1%} of the {gm['peak_status']} peak")
@@ -162,7 +177,9 @@ def case_evidence(op_dir: Path, rnd: evidence.RoundEvidence, case, op_name: str,
         "case_time_us": roof["measured_us"], "fixed_overhead_us": None, "timeline_busy_fraction": scalar_busy,
         "sources": {"share": _cite(scalar) if scalar else None,
                     "timeline_busy_fraction": {"timeline": ref["path"], "field": "model.pipes.SCALAR"}},
-        "grounds": [f"SCALAR ratio {share} (PipeUtilization {scalar['column'] if scalar else 'absent'}) vs "
+        "core": scalar["core"] if scalar else None,
+        "grounds": [f"SCALAR ratio {share} (PipeUtilization {scalar['column'] if scalar else 'absent'}, the primary "
+                    f"core's side: {scalar['primary_core_basis'] if scalar else 'no primary core'}) vs "
                     f"{roofline.SCALAR_DOMINANT_SHARE:.0%}", f"timeline SCALAR busy fraction per lane {scalar_busy}"]}
     out["pipeline_evidence"] = pipeline_block(model, ref)
     out["profiler"] = {"reading": reading(ratios), "memory_levels": levels, "timeline": ref}

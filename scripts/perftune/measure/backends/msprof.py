@@ -55,7 +55,7 @@ OUTPUT_DIR = "mindstudio_profiler_output"
 MAX_CSV_BYTES = 2 << 30
 # read_repeat materialises only Op Name, Task Duration(us) and, for the timing table, what the bound
 # route reads (other columns stay unparsed: a 1,000,000-row op_summary is not held as strings).
-ROUTE_COLUMNS = (msprof_csv.TASK_TYPE, routing.AIC_TIME, routing.AIV_TIME,
+ROUTE_COLUMNS = (msprof_csv.TASK_TYPE, *routing.CORE_COLUMNS,
                  *(c for core in routing.FAMILIES.values() for cols in core.values() for c in cols))
 _REPEAT_RE = re.compile(r"^repeat_(\d+)$")
 _ERROR_LINE = re.compile(r"(?i)(^|[^\w])(error|failed)\b")
