@@ -11,6 +11,8 @@ import csv
 import json
 from pathlib import Path
 
+from decimal import Decimal
+
 import pytest
 
 from conftest import assert_one_line_error, run_script
@@ -21,6 +23,8 @@ from perftune.terminal import profiler, roofline
 
 REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real_profiler"
 CUBE_TRACE = REAL / "tilelang_opprof_foreach_norm" / "core0.cubecore0" / "trace.json"
+VEC_TRACE = REAL / "tilelang_opprof_foreach_norm" / "core0.veccore0" / "trace.json"
+ALLCORE_TRACE = REAL / "tilelang_opprof_foreach_norm" / "simulator_trace_allcore.json"
 PYPTO_JSON = REAL / "bobbyweng_pypto_add_timeline" / "msprof_20260716124705.json"
 PYPTO_SUMMARY = REAL / "bobbyweng_pypto_add_timeline" / "op_summary_20260716124706.csv"
 TRACE_VIEW = REAL / "msprof_analyze_trace_view" / "trace_view.json"
@@ -52,6 +56,31 @@ def test_real_simulator_core_trace_is_one_lane_with_the_pipes_as_processes():
     overlap = model["overlap_same_lane"]
     assert overlap["CUBE|SCALAR"] == 0.0016666667070239781       # same core: real overlap
     assert overlap["CUBE|MTE1"] == 0.0 and overlap["CUBE|MTE2"] == 0.0
+
+
+def test_real_vector_core_overlap_counts_no_sync_wait():
+    model = parse("--trace", VEC_TRACE)
+    assert [r["lane"] for r in model["lanes"]] == [["core0.veccore0"]]
+    pipes = model["pipes"]
+    assert pipes["VECTOR"]["busy"] == float(Decimal("0.6883393416646877331")) and pipes["VECTOR"]["events"] == 109
+    assert pipes["MTE2"]["busy"] == float(Decimal("0.5216668948996812927")) and pipes["MTE2"]["events"] == 4
+    assert pipes["MTE3"]["busy"] == 0.12833333015441895
+    assert pipes["wait"]["events"] == 5   # WAIT_FLAG on VECTOR (2), MTE2 (2), MTE3 (1): stalled, not busy
+    assert model["overlap_same_lane"]["MTE2|VECTOR"] == float(Decimal("0.0044460885692381767"))
+    assert model["overlap_same_lane"]["MTE3|VECTOR"] == 0.0
+    block = profiler.pipeline_block(model, {"path": "timeline.json", "sha256": "0" * 64})
+    # 0.00445 of the shorter side 0.650 (MTE2 + MTE3) = 0.684 %: not overlapped (the waits would have said 163 %)
+    assert block["status"] == "residual_not_overlapped" and block["overlap_share"] == pytest.approx(0.0044460885692381767 / 0.6500002250540999, rel=1e-5)
+    assert block["source"]["lanes"][0]["lane"] == ["core0.veccore0"]
+
+
+def test_real_allcore_simulator_trace_lanes_are_the_pid_cores():
+    model = parse("--trace", ALLCORE_TRACE)
+    assert model["lane_model"] == "process_is_core" and [r["lane"] for r in model["lanes"]] == [["core0.cubecore0"]]
+    # the same core's MTE1 and MTE2 time as in its per-core trace (two formats, one figure)
+    assert model["pipes"]["MTE1"]["busy"] == 0.002779168076811971 and model["pipes"]["MTE2"]["busy"] == 0.002222222276031971
+    assert model["pipes"]["SCALAR"]["busy"] == float(Decimal("0.1466666669584810854"))
+    assert model["window"]["start"] == "21.324443817138672" and model["window"]["end"] == "21.4827786087989811"
 
 
 def test_parse_of_a_real_trace_without_op_name_names_the_window_in_text():
