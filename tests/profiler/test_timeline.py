@@ -56,6 +56,8 @@ def test_wrong_name_is_an_empty_capture_and_lanes_come_from_the_file():
     assert {(*r["lane"], r["process"], r["thread"]) for r in model["lanes"]} == {
         (1, 0, "AI Vector Core", "block 0"), (1, 1, "AI Vector Core", "block 1"), (2, 0, "AI Cube Core", "block 0")}
     assert "other" in model["pipes"]  # FLOWCTRL kept, not dropped, not a pipe
+    window, events, names = timeline.events_from_chrome(text, "msprof.json", TARGET)   # the old interface
+    assert window == (1000.0, 1040.0) and len(names) == 3 and len(events) == len(trace.events)
     cross = timeline.read_trace([(fake_timeline.card_trace(TARGET, ["cross_lane_only"]), "x")], TARGET)
     assert timeline.summarise_trace(cross)["overlap_same_lane"].get("MTE2|VECTOR", 0.0) == 0.0
 
@@ -146,8 +148,37 @@ def test_advisor_findings_are_archived_when_msprof_analyze_is_installed(measured
     assert_one_line_error(again, 2, "never overwritten")
 
 
+def test_card_timeline_from_a_sliced_export(measured):
+    op, tmp = fresh(measured, "card_sliced")
+    proc = run_script("instruction_timeline.py", "collect", "--op-dir", op, "--round", "round_001", "--json",
+                      env=fake_env(tmp, FAKE_MSPROF_TIMELINE="sliced"))
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads((op / json.loads(proc.stdout)["cases"][0]["path"]).read_text())
+    kept = [r["path"].rsplit("/", 1)[-1] for r in doc["files"] if "msprof_slice" in r["path"]]
+    assert kept == ["msprof_slice_0_20240611120000.json", "msprof_slice_1_20240611120001.json"]
+    assert doc["model"]["overlap_same_lane"]["MTE2|VECTOR"] == 4.0   # the same model as the unsliced export
+
+
+def test_parse_cli_reads_slices_and_refuses_a_missing_file(tmp_path):
+    names, texts = fake_timeline.sliced(TARGET, ["sliced"])
+    for name, text in zip(names, texts):
+        (tmp_path / name).write_text(text)
+    proc = run_script("instruction_timeline.py", "parse", "--trace", tmp_path / names[1], "--trace", tmp_path / names[0],
+                      "--op-name", TARGET, "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["window"] == {"start": "1000.0", "end": "1040.0", "duration": 40.0,
+                                                 "source": "target_event",
+                                                 "note": f"the window is the one event named {TARGET!r}"}
+    assert_one_line_error(run_script("instruction_timeline.py", "parse", "--trace", tmp_path / "nope.json"), 2,
+                          "cannot read the trace")
+    (tmp_path / "msprof_slice_2_20240611120009.json").write_text(texts[0])
+    assert_one_line_error(run_script("instruction_timeline.py", "parse", "--trace", tmp_path / names[0], "--trace",
+                                     tmp_path / "msprof_slice_2_20240611120009.json"), 2, "slice 1 is missing")
+
+
 @pytest.mark.parametrize("mode,needle", [("missing_lane", "missing pipes ['MTE3']"),
                                          ("two_exports", "2 new timeline exports"),
+                                         ("slice_missing", "slice 0 is missing"),
                                          ("two_windows", "2 target-kernel windows")])
 def test_card_timeline_failures_name_the_problem(measured, mode, needle):
     op, tmp = fresh(measured, f"card_{mode}")
