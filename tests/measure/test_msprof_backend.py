@@ -124,7 +124,7 @@ def test_header_drift_bom_crlf_shards_and_na_cells(ctx, fake):
 
 
 @pytest.mark.parametrize("mode,run,needle", [
-    ("two_rows", "PipeUtilization", "2 rows equal 'pypto_softmax_kernel_mix_aic_0'"),
+    ("two_rows", "PipeUtilization", "'pypto_softmax_kernel_mix_aic_0' has 2 launches"),
     ("missing_column", "ArithmeticUtilization", "Task Duration(us): required column missing"),
     ("zero_rows", "Memory", "no row equals 'pypto_softmax_kernel_mix_aic_0' exactly"),
     ("missing_metric", "MemoryL0", "0 profiler outputs hold a op_summary table"),
@@ -149,7 +149,7 @@ def test_a_runner_that_launches_the_target_twice_is_refused(ctx, fake):
         "    softmax_kernel(x, out)\n",
         f"    softmax_kernel(x, out)\n    print('FAKE_MSPROF_LAUNCH={TARGET}')\n"
         f"    softmax_kernel(x, out)\n    print('FAKE_MSPROF_LAUNCH={TARGET}')\n"))
-    with pytest.raises(CheckFailed, match="2 rows equal .* the runner launched the target more than once"):
+    with pytest.raises(CheckFailed, match="has 2 launches .*6 rows.* the runner launched the target more than once"):
         run_one(ctx)
 
 
@@ -174,18 +174,23 @@ def test_quick_reads_task_time_only(ctx, fake):
 
 def test_quick_with_two_launches_fails(ctx, fake):
     fake(mode="two_rows")
-    with pytest.raises(CheckFailed, match="2 tasks equal"):
+    with pytest.raises(CheckFailed, match="has 2 launches in one quick run"):
         MsprofBackend().quick_case(ctx.spec, ctx.manifest.case(CASE), ctx.op_dir / "quick")
 
 
 def test_discovery_lists_exact_names_largest_total_first(ctx, fake):
     fake(durations="40.0")
     rows = MsprofBackend().list_op_names(ctx.spec, ctx.manifest.case(CASE), ctx.op_dir / "disc")
-    assert rows == [
-        {"count": 1, "exact_op_name": f"{TARGET}_tail", "task_type": "MIX_AIC", "total_duration_us": 83.5},
-        {"count": 1, "exact_op_name": TARGET, "task_type": "MIX_AIC", "total_duration_us": 40.0},
-        {"count": 1, "exact_op_name": "aclnnCast_Cast_1", "task_type": "AI_VECTOR_CORE", "total_duration_us": 6.78},
-        {"count": 1, "exact_op_name": "MemSet", "task_type": "AI_VECTOR_CORE", "total_duration_us": 1.46}]
+    brief = [(r["exact_op_name"], r["count"], r["rows"], r["rows_per_launch"], r["task_type"], r["total_duration_us"],
+              r["compute_streams"], r["control_streams"], r["task_time_kernel_names"]) for r in rows]
+    # a PyPTO launch is 3 rows (2 AI-CPU control tasks + the AI-core task); its time is the AI-core task's
+    assert brief == [
+        (f"{TARGET}_tail", 1, 3, 3, "KERNEL_AICPU,KERNEL_MIX_AIC", 83.5, ["46"], ["42", "43"], ["tilefwk_1_mix_aic"]),
+        (TARGET, 1, 3, 3, "KERNEL_AICPU,KERNEL_MIX_AIC", 40.0, ["46"], ["42", "43"], ["tilefwk_0_mix_aic"]),
+        ("aclnnCast_Cast_1", 1, 1, 1, "KERNEL_AIVEC", 6.78, ["46"], [],
+         ["Cast_93b3f8e9594b4018_high_performance_210000000"]),
+        ("MemSet", 1, 1, 1, "KERNEL_AIVEC", 1.46, ["46"], [], ["MemSet_5e2c1f0d_high_performance_210000000"])]
+    assert rows[1]["control_duration_us"] == 2 * (40.0 * 1.6 + 20)
 
 
 def test_environment_probe(monkeypatch, tmp_path, fake):

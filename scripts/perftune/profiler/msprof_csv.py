@@ -17,8 +17,8 @@ before a cell is compared or converted. ``Op Name`` is then compared *exactly* (
 inner character): the target row is the single row equal to the frozen name; zero or several rows
 are a :class:`ContractError`. Never the longest row, never a fuzzy match.
 
-Sharded output (``op_summary_<stem>_slice_<N>.csv``) is merged in slice order; every slice carries
-the same header and the slice numbers must be contiguous (a gap means a lost shard).
+Sharded output (``op_summary_[<stem>_]slice_<N>[_<timestamp>].csv``) is merged in slice order; every
+slice carries the same header and the slice numbers must be contiguous (a gap names the lost shard).
 
 Speed: a caller that needs only some columns passes them in ``columns`` and pandas materialises
 only those (a 1,000,000-row, 120 MB op_summary: about 1.3 s of CPU to select the target row). With a column subset the C
@@ -59,8 +59,6 @@ _ALIASES = {
     "taskduration(us)": DURATION, "duration(us)": DURATION,
     "deviceid": DEVICE,
 }
-_SLICE = re.compile(r"^op_summary_(?P<stem>.*)_slice_(?P<n>\d+)\.csv$")
-_PLAIN = re.compile(r"^op_summary_.*\.csv$")
 
 
 def normalize_header(name: str) -> str:
@@ -169,32 +167,51 @@ def numeric(series: pd.Series, source: str, column: str) -> pd.Series:
     return values.astype(float)
 
 
-def op_summary_files(names: Iterable[str], source: str) -> list[str]:
-    """The op_summary file names of one profiler output folder, in merge order.
+def _slice_pattern(prefix: str) -> re.Pattern[str]:
+    return re.compile(rf"^{re.escape(prefix)}_(?:(?P<stem>.*?)_)?slice_(?P<n>\d+)(?:_(?P<stamp>\d{{8,}}))?\.csv$")
 
-    Either exactly one plain ``op_summary_*.csv`` or the complete, contiguous slice set of one
-    stem; anything else (none, several plain files, mixed stems, a gap) is a ContractError.
+
+def table_files(names: Iterable[str], prefix: str, source: str) -> list[str]:
+    """The file names of the one ``<prefix>`` table of a profiler output folder, in merge order.
+
+    Either exactly one plain ``<prefix>_*.csv`` or the complete slice set of one stem:
+    ``<prefix>_[<stem>_]slice_<N>[_<timestamp>].csv`` (the timestamp may differ between slices, a
+    device prefix is part of the stem). Slices are numbered from 0 (or 1) without a gap; a missing
+    slice is named. None, several plain files or mixed stems are a ContractError.
     """
-    slices: dict[str, dict[int, str]] = {}
+    pattern, plain_re = _slice_pattern(prefix), re.compile(rf"^{re.escape(prefix)}_.*\.csv$")
+    slices: dict[str, dict[int, list[str]]] = {}
     plain: list[str] = []
     for name in sorted(names):
-        match = _SLICE.match(name)
+        match = pattern.match(name)
         if match:
-            slices.setdefault(match["stem"], {})[int(match["n"])] = name
-        elif _PLAIN.match(name):
+            slices.setdefault(match["stem"] or "", {}).setdefault(int(match["n"]), []).append(name)
+        elif plain_re.match(name):
             plain.append(name)
     if len(plain) + len(slices) != 1:
-        found = plain + sorted(slices)
-        raise ContractError(source, "op_summary_*.csv", f"expected exactly one op_summary table, found "
+        found = plain + [f"{prefix}_{s + '_' if s else ''}slice_N" for s in sorted(slices)]
+        raise ContractError(source, f"{prefix}_*.csv", f"expected exactly one {prefix} table, found "
                             f"{len(found)}: {found[:4]}", "profile exactly one run into each output folder")
     if plain:
         return plain
     (stem, numbered), = slices.items()
+    label = f"{prefix}_{stem + '_' if stem else ''}slice_N"
+    doubled = [n for n, files in numbered.items() if len(files) > 1]
+    if doubled:
+        raise ContractError(source, label, f"slice {doubled[0]} exists {len(numbered[doubled[0]])} times "
+                            f"{numbered[doubled[0]]}", "profile exactly one run into each output folder")
     order = sorted(numbered)
-    if order[0] not in (0, 1) or order != list(range(order[0], order[0] + len(order))):
-        raise ContractError(source, f"op_summary_{stem}_slice_N.csv", f"slice numbers {order} are not "
-                            "contiguous", "a shard is missing; re-run the profiler")
-    return [numbered[n] for n in order]
+    start = 0 if order[0] == 0 else 1
+    missing = sorted(set(range(start, order[-1] + 1)) - set(order))
+    if missing:
+        raise ContractError(source, label, f"slice {missing[0]} is missing (have {order}): slice numbers are "
+                            "not contiguous", "a shard is missing; re-run the profiler")
+    return [numbered[n][0] for n in order]
+
+
+def op_summary_files(names: Iterable[str], source: str) -> list[str]:
+    """:func:`table_files` of the op_summary table."""
+    return table_files(names, "op_summary", source)
 
 
 def merge_slices(texts: Sequence[str], sources: Sequence[str]) -> str:
@@ -242,7 +259,8 @@ class TargetRow:
         return value if isinstance(value, str) else None
 
 
-def _cell(value: Any) -> float | str | None:
+def cell(value: Any) -> float | str | None:
+    """One cell as a number, a trimmed text, or None (missing: ``N/A`` or empty)."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return None
     text = str(value).strip()
@@ -266,11 +284,11 @@ def _hint(names: pd.Series) -> str:
 
 def positive_duration(value: Any, source: str, column: str, row: int) -> float:
     """A duration cell as a finite float > 0, else a ContractError (missing is never 0)."""
-    cell = _cell(value)
-    if not isinstance(cell, float) or not math.isfinite(cell) or cell <= 0:
-        raise ContractError(source, column, f"data row {row}: duration {cell!r} is not a finite "
+    number = cell(value)
+    if not isinstance(number, float) or not math.isfinite(number) or number <= 0:
+        raise ContractError(source, column, f"data row {row}: duration {number!r} is not a finite "
                             "number > 0", "an invalid sample is never repaired; re-run the profile")
-    return cell
+    return number
 
 
 def select_target_row(frame: pd.DataFrame, op_name: str, source: str) -> TargetRow:
@@ -287,7 +305,7 @@ def select_target_row(frame: pd.DataFrame, op_name: str, source: str) -> TargetR
                             "make each profiled process launch the target exactly once")
     index = hits[0]
     record = frame.iloc[index]
-    values = {str(column): _cell(record[column]) for column in frame.columns}
+    values = {str(column): cell(record[column]) for column in frame.columns}
     duration = positive_duration(record[DURATION], source, DURATION, index + 1)
     return TargetRow(op_name=op_name, duration_us=duration, row=index + 1, values=values)
 
