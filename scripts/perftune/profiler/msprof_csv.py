@@ -102,6 +102,11 @@ def header(text: str, source: str) -> list[str]:
     names = [normalize_header(cell) for cell in raw]
     seen: dict[str, int] = {}
     for position, name in enumerate(names):
+        if not name and position == len(names) - 1 and position > 0:
+            raise ContractError(source, f"column {position + 1}", "blank last header name (a trailing comma: "
+                                "the way msOpProf writes OpBasicInfo.csv / PipeUtilization.csv, not an msprof "
+                                "op_summary or task_time table)", "read msOpProf CSVs with scripts/profiler_inspect.py;"
+                                " Stage 5's timing tables come from msprof")
         if not name:
             raise ContractError(source, f"column {position + 1}", "blank header name",
                                 "re-export the CSV; every column needs a name")

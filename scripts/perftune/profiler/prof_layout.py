@@ -28,7 +28,7 @@ MSOPPROF_FILES = ("OpBasicInfo.csv", "PipeUtilization.csv")
 def table_folders(root: Path, prefix: str) -> list[Path]:
     """The msprof output folders under ``root`` (a PROF_* folder, its parent, or the output folder
     itself) that hold a ``<prefix>_*.csv`` table."""
-    candidates = [root] if root.name in OUTPUT_DIRS else []
+    candidates = [root]
     for pattern in ("PROF_*/mindstudio_profiler_output", "PROF_*/device_*/summary", "mindstudio_profiler_output",
                     "device_*/summary"):
         candidates += sorted(p for p in root.glob(pattern) if p.is_dir())
