@@ -14,8 +14,9 @@ normalisation before any lookup (DESIGN §6):
 Cells: ``N/A`` and empty cells are *missing* (NaN / ``None``), never 0. msprof pads some cells with
 a trailing tab so that spreadsheets keep them as text; surrounding whitespace is therefore trimmed
 before a cell is compared or converted. ``Op Name`` is then compared *exactly* (case and every
-inner character): the target row is the single row equal to the frozen name; zero or several rows
-are a :class:`ContractError`. Never the longest row, never a fuzzy match.
+inner character); :func:`select_target_row` is the single row equal to a name (zero or several rows
+are a :class:`ContractError`; never the longest row, never a fuzzy match). Which rows of a name make
+one launch (a PyPTO launch is three rows) is :mod:`profiler.launches`; discovery and quick mode too.
 
 Sharded output (``op_summary_[<stem>_]slice_<N>[_<timestamp>].csv``) is merged in slice order; every
 slice carries the same header and the slice numbers must be contiguous (a gap names the lost shard).
@@ -50,9 +51,8 @@ TASK_TYPE = "Task Type"
 KERNEL_NAME = "kernel_name"
 KERNEL_TYPE = "kernel_type"
 TASK_TIME = "task_time(us)"
-IGNORED_KERNEL_TYPES = frozenset({"PROFILING_ENABLE", "TASK_TIMEOUT_SET", ""})
 MISSING_TOKENS = ("N/A", "")
-DISCOVERY_HEADER = ("count", "task_type", "total_duration_us", "exact_op_name")
+DISCOVERY_HEADER = ("count", "rows_per_launch", "task_type", "streams", "total_duration_us", "exact_op_name")
 
 _ALIASES = {
     "opname": OP_NAME, "name": OP_NAME,
@@ -315,46 +315,19 @@ def select_target_row(frame: pd.DataFrame, op_name: str, source: str) -> TargetR
     return TargetRow(op_name=op_name, duration_us=duration, row=index + 1, values=values)
 
 
-def select_task_time(frame: pd.DataFrame, op_name: str, source: str) -> float:
-    """Quick mode: ``task_time(us)`` of the one task_time row whose ``kernel_name`` is the target.
-
-    Bookkeeping rows (``kernel_type`` PROFILING_ENABLE, TASK_TIMEOUT_SET or empty) are ignored.
-    """
-    kinds = stripped(frame[KERNEL_TYPE]).fillna("")
-    kept = frame[~kinds.isin(IGNORED_KERNEL_TYPES)]
-    hits = _exact_rows(kept[KERNEL_NAME], op_name)
-    if len(hits) != 1:
-        problem = "no task equals" if not hits else f"{len(hits)} tasks equal"
-        raise ContractError(source, KERNEL_NAME, f"{problem} {op_name!r} exactly ({_hint(kept[KERNEL_NAME])})",
-                            "each quick run must launch the frozen target exactly once")
-    row = int(kept.index[hits[0]]) + 1
-    return positive_duration(kept.iloc[hits[0]][TASK_TIME], source, TASK_TIME, row)
-
-
-def discover_op_names(frame: pd.DataFrame, source: str) -> list[dict[str, Any]]:
-    """Discovery table rows: per (Op Name, Task Type) the count and total duration, largest first.
-
-    Rows without an Op Name are left out; a group whose durations are all missing has total None.
-    """
-    names = stripped(frame[OP_NAME])
-    kinds = stripped(frame[TASK_TYPE]) if TASK_TYPE in frame.columns else pd.Series(pd.NA, index=frame.index)
-    table = pd.DataFrame({"name": names, "kind": kinds.fillna("N/A"),
-                          "duration": numeric(frame[DURATION], source, DURATION)})
-    table = table[table["name"].notna()]
-    grouped = table.groupby(["name", "kind"], sort=False)["duration"].agg(["size", "count", "sum"])
-    rows = [{"exact_op_name": name, "task_type": kind, "count": int(size),
-             "total_duration_us": round(float(total), 6) if valid else None}
-            for (name, kind), size, valid, total in zip(grouped.index, grouped["size"], grouped["count"],
-                                                        grouped["sum"])]
-    rows.sort(key=lambda r: (r["total_duration_us"] is None, -(r["total_duration_us"] or 0.0),
-                             r["exact_op_name"], r["task_type"]))
-    return rows
-
-
 def discovery_tsv(rows: Sequence[dict[str, Any]]) -> str:
-    """The discovery table as TSV text (header ``count task_type total_duration_us exact_op_name``)."""
+    """The discovery table as TSV text (:data:`DISCOVERY_HEADER`; ``count`` is launches).
+
+    ``streams`` lists the compute streams, then ``control`` ones (``46 control 42,43``); a key a
+    backend does not report (cpu: rows per launch, streams) is ``N/A``, never a guess.
+    """
     lines = ["\t".join(DISCOVERY_HEADER)]
     for row in rows:
         total = "N/A" if row["total_duration_us"] is None else f"{row['total_duration_us']:.3f}"
-        lines.append(f"{row['count']}\t{row['task_type']}\t{total}\t{row['exact_op_name']}")
+        per = row.get("rows_per_launch")
+        streams = ",".join(row.get("compute_streams") or []) or "N/A"
+        if row.get("control_streams"):
+            streams += " control " + ",".join(row["control_streams"])
+        lines.append(f"{row['count']}\t{'N/A' if per is None else per}\t{row['task_type']}\t{streams}\t{total}\t"
+                     f"{row['exact_op_name']}")
     return "\n".join(lines) + "\n"
