@@ -173,7 +173,7 @@ def numeric(series: pd.Series, source: str, column: str) -> pd.Series:
 
 
 def _slice_pattern(prefix: str) -> re.Pattern[str]:
-    return re.compile(rf"^{re.escape(prefix)}_(?:(?P<stem>.*?)_)?slice_(?P<n>\d+)(?:_(?P<stamp>\d{{8,}}))?\.csv$")
+    return re.compile(rf"^{re.escape(prefix)}_(?:(?P<stem>.*?)_)?slice_(?P<n>\d+)(?:_(?P<stamp>\d+))?\.csv$")
 
 
 def table_files(names: Iterable[str], prefix: str, source: str) -> list[str]:
