@@ -7,8 +7,8 @@ One repeat = one fresh set of processes for one case (DESIGN §4.3, §6):
 2. The 7 metric groups in ``protocol.METRIC_GROUPS`` order, each
    ``msprof --ai-core=on --aic-metrics=<M> --task-time=on --ascendcl=on --output=<dir> <runner>``.
    Each run must exit 0, print exactly one ``PYPTO_PERF_SELECTED_CASE=<id>`` marker (unless the
-   selector is ``single_case``) and leave exactly one ``PROF_*/mindstudio_profiler_output``
-   op_summary table (shards merged). It is archived as ``repeat_NNN/op_summary_<M>.csv``: the
+   selector is ``single_case``) and leave exactly one op_summary table (``PROF_*/mindstudio_profiler_output``
+   or CANN <= 6.3 ``PROF_*/device_<n>/summary``; slices merged: :mod:`profiler.prof_layout`). It is archived as ``repeat_NNN/op_summary_<M>.csv``: the
    profiler's bytes unchanged, or for a sharded table the merged text (slice headers dropped).
 3. One sample-based run (``--aic-mode=sample-based --aic-freq=100``, PipeUtilization) for per-core
    cycles. Its failure is only a warning in ``evidence_status.json``. The cycles of
@@ -17,9 +17,11 @@ One repeat = one fresh set of processes for one case (DESIGN §4.3, §6):
    ``process_scope_unattributed`` (file ``process_scope_core_cycles.csv``) or ``unavailable:<reason>``
    and ``per_core_claim_allowed`` is always false.
 
-The canonical duration is ``Task Duration(us)`` of the single exact ``Op Name`` row of
-``op_summary_PipeUtilization.csv``; every one of the 7 archived tables must hold exactly one such
-row. :meth:`MsprofBackend.read_repeat` recomputes duration and bound route from the archive alone;
+The canonical duration is ``Task Duration(us)`` of the one launch of the exact ``Op Name`` in
+``op_summary_PipeUtilization.csv`` (its compute task; a PyPTO launch's AI-CPU control rows are not
+the kernel's time: :mod:`profiler.launches`); every one of the 7 archived tables must hold exactly
+one launch. Quick mode archives the run's task_time and op_summary and joins them on the stream /
+task ids (task_time names the binary, never the Op Name). :meth:`MsprofBackend.read_repeat` recomputes duration and bound route from the archive alone;
 ``run_repeat`` returns exactly what ``read_repeat`` computes. ``collection.log`` lists every
 subprocess (argv, return code, stdout, stderr; never the environment). Profiler scratch trees are
 deleted after each repeat.
