@@ -12,7 +12,7 @@ import pytest
 from conftest import freeze_example
 from perftune.measure import collect
 from perftune.contract import protocol
-from perftune.measure.backends.msprof import MsprofBackend, metric_argv, quick_argv, sample_argv
+from perftune.measure.backends.msprof import MsprofBackend, check_launch, metric_argv, quick_argv, sample_argv
 from perftune.errors import CheckFailed, ContractError, EnvError
 
 FAKE = Path(__file__).resolve().parents[1] / "fixtures" / "msprof"
@@ -73,6 +73,9 @@ def test_a_repeat_archives_the_seven_tables_and_selects_the_exact_row(ctx, fake)
     assert status["seven_metric_status"] == "complete" and status["status"] == "complete"
     assert status["duration_us"] == 41.25 and status["repeat"] == 1
     assert status["per_core_status"] == "process_scope_unattributed" and status["per_core_claim_allowed"] is False
+    # the AI-core task of a 3-row PyPTO launch is timed; the launch's shape is recorded
+    assert status["launch"] == {"rows_per_launch": 3, "task_types": ["N/A (PMU metrics)", "N/A (no metrics)"],
+                                "basis": "PMU metrics"}
     assert status["bound_diagnosis"]["label"] == "compute_candidate"
     assert status["bound_diagnosis"]["primary_core"] == "aiv"
     assert (folder / "process_scope_core_cycles.csv").read_text().splitlines() == [
@@ -202,3 +205,12 @@ def test_environment_probe(monkeypatch, tmp_path, fake):
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     with pytest.raises(EnvError, match="msprof: PATH: msprof is not on PATH"):
         MsprofBackend().check_environment()
+
+
+def test_a_launch_other_than_the_frozen_one_is_refused(ctx, fake):
+    fake(durations="41.25")
+    folder, _ = run_one(ctx)
+    table = folder / "op_summary_PipeUtilization.csv"
+    assert check_launch(table, TARGET, {"rows_per_launch": 3, "task_types": [], "basis": "x"})["rows_per_launch"] == 3
+    with pytest.raises(ContractError, match="is 3 rows here, 1 when frozen"):
+        check_launch(table, TARGET, {"rows_per_launch": 1, "task_types": [], "basis": "x"})

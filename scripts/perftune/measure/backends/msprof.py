@@ -208,6 +208,8 @@ class MsprofBackend(Backend):
                 self._run(spec, case, metric_argv(metric, output, runner, self.executable), log, metric)
                 archive_table(profiler_tables(output, "op_summary"), repeat_dir / metric_file(metric))
             result = self.read_repeat(repeat_dir, spec.op_name)
+            status["launch"] = check_launch(repeat_dir / TIMING_FILE, spec.op_name,
+                                            spec.manifest.protocol.launch if spec.manifest.protocol else None)
             status.update(self._sample_run(spec, case, runner, scratch / "Sample", log, repeat_dir))
         except (CheckFailed, ContractError) as exc:
             status.update(status="failed", seven_metric_status="incomplete", failure=exc.line())
@@ -302,6 +304,19 @@ class MsprofBackend(Backend):
         rows = [discovery_row(ops) for ops in launches.group(frame, str(target), task_time)]
         return sorted(rows, key=lambda r: (r["total_duration_us"] is None, -(r["total_duration_us"] or 0.0),
                                            r["exact_op_name"]))
+
+
+def check_launch(path: Path, op_name: str, frozen: dict[str, Any] | None) -> dict[str, Any]:
+    """The target's launch in an archived table; a launch of other rows than the frozen one is refused."""
+    text = read_csv_file(path)
+    frame = msprof_csv.read_op_summary(text, str(path), launches.id_columns(msprof_csv.header(text, str(path))))
+    ops = launches.op_launches(frame, op_name, str(path))
+    found = {"rows_per_launch": ops.rows_per_launch, "task_types": sorted(set(ops.labels)), "basis": ops.basis}
+    if frozen is not None and frozen.get("rows_per_launch") != ops.rows_per_launch:
+        raise ContractError(path, "protocol.launch", f"one launch of {op_name!r} is {ops.rows_per_launch} rows here, "
+                            f"{frozen.get('rows_per_launch')} when frozen (discovery)",
+                            "the kernel's launch changed (runtime, CANN or code); run discovery and re-freeze")
+    return found
 
 
 def discovery_row(ops: launches.OpLaunches) -> dict[str, Any]:
