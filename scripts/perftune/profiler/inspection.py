@@ -74,7 +74,7 @@ def _target(frame, task_time, op_name: str, source: str, warnings: list[str]) ->
         out["pipe_ratios"] = {f: r for f, r in ratios.items() if r}
     except ContractError as exc:
         out["formal_round"] = f"refused: {exc.problem}"
-    if task_time is not None:
+    if task_time is not None and ops.launches == 1:
         try:
             out["quick_duration_us"] = launches.select_task_time(task_time, frame, op_name, source)
         except ContractError as exc:
