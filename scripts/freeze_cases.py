@@ -88,17 +88,15 @@ def main(argv=None) -> int:
                                                          device=args.device, op_name=args.op_name)
         elif not args.op_name:
             raise ContractError("freeze_cases.py", "--op-name", "is missing", "pass --op-name or --op-name-from")
-        launch = discovery.launch_from_record(args.op_name_from, args.op_name) if args.op_name_from else None
         proto = manifest.make_protocol(
             backend=args.backend, device_id=args.device, warmup=args.warmup, repeats=args.repeats,
             op_name=args.op_name, seed=args.seed, aggregation=args.aggregation,
-            decision={"method": args.decision_method, "noise_band": args.noise_band,
-                      "multiplicity": args.multiplicity},
+            launch=discovery.launch_from_record(args.op_name_from, args.op_name),
+            decision={"method": args.decision_method, "noise_band": args.noise_band, "multiplicity": args.multiplicity},
             promotion={"quick_min_speedup": args.quick_min_speedup, "rule": args.promotion_rule},
             aggregate_metric=args.aggregate_metric, max_remeasurements=args.max_remeasurements,
             processes=args.processes, remeasure_budget_s=args.remeasure_budget_s,
-            simulator=pypto_sim.simulator_identity(args.sim_arch) if args.backend == "pypto-sim" else None,
-            launch=launch)
+            simulator=pypto_sim.simulator_identity(args.sim_arch) if args.backend == "pypto-sim" else None)
         manifest.check_protocol_values(proto, "freeze_cases.py")
         with frozen_inputs.recorded(args.op_dir, replace=args.replace):
             path, obj, report = freezing.freeze(args.op_dir, target_case_ids=args.target_case_ids,

@@ -68,7 +68,6 @@ AGREED: dict[str, dict[str | None, set[str]]] = {
                              "probe": {"--output", "--json"}},
     "cases.py": {None: {"--op-type", "--bound", "--json"}},
     "instruction_timeline.py": {"collect": {"--op-dir", "--round", "--source", "--json"}},
-    "profiler_inspect.py": {None: {"--op-name", "--json"}},
 }
 
 

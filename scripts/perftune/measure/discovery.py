@@ -176,9 +176,11 @@ def op_name_from_record(record_path: str | Path, op_dir: str | Path, *, backend:
     return op_name
 
 
-def launch_from_record(record_path: str | Path, op_name: str) -> dict[str, Any] | None:
+def launch_from_record(record_path: str | Path | None, op_name: str) -> dict[str, Any] | None:
     """What one launch of ``op_name`` is in a discovery record (rows per launch, task types, basis),
-    frozen with the name; None for a record without it (cpu, or written before the field)."""
+    frozen with the name; None without a record, or for one without it (cpu, or older records)."""
+    if record_path is None:
+        return None
     rows = fsio.read_json(Path(record_path), what="discovery record").get("rows") or []
     row = next((r for r in rows if isinstance(r, dict) and r.get("exact_op_name") == op_name), None)
     if row is None or not isinstance(row.get("rows_per_launch"), int):
