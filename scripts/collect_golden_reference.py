@@ -27,7 +27,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from perftune.measure import evidence
+from perftune.measure import evidence, golden_timing
 from perftune import fsio
 from perftune.contract import golden
 from perftune.argv import add_json_flag, parser_from_doc
@@ -52,7 +52,7 @@ def build_parser():
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
-    path, report = golden.collect(
+    path, report = golden_timing.collect(
         args.golden, function=args.function, factory=args.factory, manifest_path=args.case_manifest,
         output_dir=args.output_dir, device_id=args.device, warmup=args.warmup, repeats=args.repeats,
         seed=args.seed, backend=args.backend, created_at=evidence.utc_now())

@@ -30,6 +30,7 @@ import sys
 from pathlib import Path
 
 from perftune.measure import batch, collect, devices, discovery
+from perftune.profiler import msprof_csv
 from perftune import fsio
 from perftune.argv import add_json_flag, parser_from_doc
 from perftune.errors import ContractError, run_cli
@@ -88,10 +89,7 @@ def main(argv=None) -> int:
     if args.json:
         print(fsio.dumps(result), end="")
     elif args.command == "list-op-names":
-        print("count\ttask_type\ttotal_duration_us\texact_op_name")
-        for row in result["rows"]:
-            total = row["total_duration_us"]  # missing is never zero
-            print(f"{row['count']}\t{row['task_type']}\t{'N/A' if total is None else f'{total:.3f}'}\t{row['exact_op_name']}")
+        print(msprof_csv.discovery_tsv(result["rows"]), end="")  # missing is N/A, never zero
         print(f"discovery record: {result['record']}", file=sys.stderr)
     elif args.command == "preflight":
         print(f"preflight ok: {len(result['probes']) - 1} cases select exactly one case; unknown id refused")

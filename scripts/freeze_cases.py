@@ -91,8 +91,8 @@ def main(argv=None) -> int:
         proto = manifest.make_protocol(
             backend=args.backend, device_id=args.device, warmup=args.warmup, repeats=args.repeats,
             op_name=args.op_name, seed=args.seed, aggregation=args.aggregation,
-            decision={"method": args.decision_method, "noise_band": args.noise_band,
-                      "multiplicity": args.multiplicity},
+            launch=discovery.launch_from_record(args.op_name_from, args.op_name),
+            decision={"method": args.decision_method, "noise_band": args.noise_band, "multiplicity": args.multiplicity},
             promotion={"quick_min_speedup": args.quick_min_speedup, "rule": args.promotion_rule},
             aggregate_metric=args.aggregate_metric, max_remeasurements=args.max_remeasurements,
             processes=args.processes, remeasure_budget_s=args.remeasure_budget_s,

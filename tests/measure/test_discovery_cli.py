@@ -56,6 +56,9 @@ def test_discovery_without_manifest_then_freeze_from_the_record(op_dir, tmp_path
     assert proc.returncode == 0, proc.stderr
     frozen = json.loads((op_dir / "PERFORMANCE_CASES.json").read_text())
     assert frozen["protocol"]["op_name"] == TARGET and frozen["protocol"]["device_id"] == 3
+    # what one launch is (a PyPTO launch: 2 AI-CPU control tasks + the AI-core task) is frozen with the name
+    assert frozen["protocol"]["launch"] == {"rows_per_launch": 3, "task_types": ["KERNEL_AICPU", "KERNEL_MIX_AIC"],
+                                            "basis": "task_time kernel_type"}
 
     # a second discovery (now with the frozen manifest) gets the next number, the first is kept
     proc = run_script("collect_perf.py", "list-op-names", "--op-dir", op_dir, "--case-id", "r64_c4096_fp16", env=env)

@@ -13,6 +13,11 @@ from perftune.measure import evidence
 from perftune.contract import golden, manifest, schemas
 from perftune.measure import backends
 from perftune.measure.backends import base, cpu
+from perftune.profiler import kernel_details
+
+
+def read_kd(text: str, device: int) -> float:
+    return kernel_details.read_kernel_details(text, device).total_us
 from perftune.measure.collect import Overrides, resolve_protocol
 from perftune.errors import ContractError, EnvError
 
@@ -167,7 +172,7 @@ def test_samples_parser_never_crashes_on_garbage(text):
 @given(st.text(max_size=200))
 def test_kernel_details_parser_never_crashes_on_garbage(text):
     try:
-        golden.parse_kernel_details(text, 0)
+        read_kd(text, 0)
     except ContractError:
         pass
 
@@ -245,20 +250,26 @@ def test_golden_report_refusals(mutate, needle):
 
 def test_kernel_details_fixture_sums_every_kernel():
     text = (FIXTURES / "kernel_details.csv").read_text(encoding="utf-8")
-    assert golden.parse_kernel_details(text, 0) == pytest.approx(12.5 + 3.25 + 40.0, rel=1e-12)
+    assert read_kd(text, 0) == pytest.approx(12.5 + 3.25 + 40.0, rel=1e-12)
     crlf_bom = "\ufeff" + text.replace("\n", "\r\n").replace("Device_id", "Device Id")
-    assert golden.parse_kernel_details(crlf_bom, 0) == pytest.approx(55.75, rel=1e-12)
+    assert read_kd(crlf_bom, 0) == pytest.approx(55.75, rel=1e-12)
+
+
+def test_kernel_details_without_device_column_is_the_process_device():
+    # the torch_npu layout without Device_id (msinsight / msprof-analyze exports): the profiled process's device
+    read = kernel_details.read_kernel_details((FIXTURES / "kernel_details_no_device.csv").read_text(encoding="utf-8"), 3)
+    assert (read.total_us, read.rows, read.device_rule) == (pytest.approx(55.75, rel=1e-12), 3, "process_device")
+    assert read.accelerator_cores == {"AI_CORE": 1, "AI_VECTOR_CORE": 2}
 
 
 @pytest.mark.parametrize("name, needle", [
     ("kernel_details_other_device.csv", "not device 0"),
     ("kernel_details_na.csv", "not a number"),
-    ("kernel_details_no_device.csv", "device_id"),
     ("kernel_details_empty.csv", "no kernel rows"),
 ])
 def test_kernel_details_refusals(name, needle):
     with pytest.raises(ContractError, match=needle):
-        golden.parse_kernel_details((FIXTURES / name).read_text(encoding="utf-8"), 0)
+        read_kd((FIXTURES / name).read_text(encoding="utf-8"), 0)
 
 
 def test_measurement_record_paired_shape():

@@ -12,7 +12,7 @@ import pytest
 from conftest import freeze_example
 from perftune.measure import collect
 from perftune.contract import protocol
-from perftune.measure.backends.msprof import MsprofBackend, metric_argv, quick_argv, sample_argv
+from perftune.measure.backends.msprof import MsprofBackend, check_launch, metric_argv, quick_argv, sample_argv
 from perftune.errors import CheckFailed, ContractError, EnvError
 
 FAKE = Path(__file__).resolve().parents[1] / "fixtures" / "msprof"
@@ -73,6 +73,9 @@ def test_a_repeat_archives_the_seven_tables_and_selects_the_exact_row(ctx, fake)
     assert status["seven_metric_status"] == "complete" and status["status"] == "complete"
     assert status["duration_us"] == 41.25 and status["repeat"] == 1
     assert status["per_core_status"] == "process_scope_unattributed" and status["per_core_claim_allowed"] is False
+    # the AI-core task of a 3-row PyPTO launch is timed; the launch's shape is recorded
+    assert status["launch"] == {"rows_per_launch": 3, "task_types": ["N/A (PMU metrics)", "N/A (no metrics)"],
+                                "basis": "PMU metrics"}
     assert status["bound_diagnosis"]["label"] == "compute_candidate"
     assert status["bound_diagnosis"]["primary_core"] == "aiv"
     assert (folder / "process_scope_core_cycles.csv").read_text().splitlines() == [
@@ -124,7 +127,7 @@ def test_header_drift_bom_crlf_shards_and_na_cells(ctx, fake):
 
 
 @pytest.mark.parametrize("mode,run,needle", [
-    ("two_rows", "PipeUtilization", "2 rows equal 'pypto_softmax_kernel_mix_aic_0'"),
+    ("two_rows", "PipeUtilization", "'pypto_softmax_kernel_mix_aic_0' has 2 launches"),
     ("missing_column", "ArithmeticUtilization", "Task Duration(us): required column missing"),
     ("zero_rows", "Memory", "no row equals 'pypto_softmax_kernel_mix_aic_0' exactly"),
     ("missing_metric", "MemoryL0", "0 profiler outputs hold a op_summary table"),
@@ -149,7 +152,7 @@ def test_a_runner_that_launches_the_target_twice_is_refused(ctx, fake):
         "    softmax_kernel(x, out)\n",
         f"    softmax_kernel(x, out)\n    print('FAKE_MSPROF_LAUNCH={TARGET}')\n"
         f"    softmax_kernel(x, out)\n    print('FAKE_MSPROF_LAUNCH={TARGET}')\n"))
-    with pytest.raises(CheckFailed, match="2 rows equal .* the runner launched the target more than once"):
+    with pytest.raises(CheckFailed, match="has 2 launches .*6 rows.* the runner launched the target more than once"):
         run_one(ctx)
 
 
@@ -174,18 +177,23 @@ def test_quick_reads_task_time_only(ctx, fake):
 
 def test_quick_with_two_launches_fails(ctx, fake):
     fake(mode="two_rows")
-    with pytest.raises(CheckFailed, match="2 tasks equal"):
+    with pytest.raises(CheckFailed, match="has 2 launches in one quick run"):
         MsprofBackend().quick_case(ctx.spec, ctx.manifest.case(CASE), ctx.op_dir / "quick")
 
 
 def test_discovery_lists_exact_names_largest_total_first(ctx, fake):
     fake(durations="40.0")
     rows = MsprofBackend().list_op_names(ctx.spec, ctx.manifest.case(CASE), ctx.op_dir / "disc")
-    assert rows == [
-        {"count": 1, "exact_op_name": f"{TARGET}_tail", "task_type": "MIX_AIC", "total_duration_us": 83.5},
-        {"count": 1, "exact_op_name": TARGET, "task_type": "MIX_AIC", "total_duration_us": 40.0},
-        {"count": 1, "exact_op_name": "aclnnCast_Cast_1", "task_type": "AI_VECTOR_CORE", "total_duration_us": 6.78},
-        {"count": 1, "exact_op_name": "MemSet", "task_type": "AI_VECTOR_CORE", "total_duration_us": 1.46}]
+    brief = [(r["exact_op_name"], r["count"], r["rows"], r["rows_per_launch"], r["task_type"], r["total_duration_us"],
+              r["compute_streams"], r["control_streams"], r["task_time_kernel_names"]) for r in rows]
+    # a PyPTO launch is 3 rows (2 AI-CPU control tasks + the AI-core task); its time is the AI-core task's
+    assert brief == [
+        (f"{TARGET}_tail", 1, 3, 3, "KERNEL_AICPU,KERNEL_MIX_AIC", 83.5, ["46"], ["42", "43"], ["tilefwk_1_mix_aic"]),
+        (TARGET, 1, 3, 3, "KERNEL_AICPU,KERNEL_MIX_AIC", 40.0, ["46"], ["42", "43"], ["tilefwk_0_mix_aic"]),
+        ("aclnnCast_Cast_1", 1, 1, 1, "KERNEL_AIVEC", 6.78, ["46"], [],
+         ["Cast_93b3f8e9594b4018_high_performance_210000000"]),
+        ("MemSet", 1, 1, 1, "KERNEL_AIVEC", 1.46, ["46"], [], ["MemSet_5e2c1f0d_high_performance_210000000"])]
+    assert rows[1]["control_duration_us"] == 2 * (40.0 * 1.6 + 20)
 
 
 def test_environment_probe(monkeypatch, tmp_path, fake):
@@ -197,3 +205,12 @@ def test_environment_probe(monkeypatch, tmp_path, fake):
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     with pytest.raises(EnvError, match="msprof: PATH: msprof is not on PATH"):
         MsprofBackend().check_environment()
+
+
+def test_a_launch_other_than_the_frozen_one_is_refused(ctx, fake):
+    fake(durations="41.25")
+    folder, _ = run_one(ctx)
+    table = folder / "op_summary_PipeUtilization.csv"
+    assert check_launch(table, TARGET, {"rows_per_launch": 3, "task_types": [], "basis": "x"})["rows_per_launch"] == 3
+    with pytest.raises(ContractError, match="is 3 rows here, 1 when frozen"):
+        check_launch(table, TARGET, {"rows_per_launch": 1, "task_types": [], "basis": "x"})

@@ -63,7 +63,7 @@ def test_target_launched_twice_fails_the_round_and_keeps_it(frozen, env):
     proc = run_script("collect_perf.py", "formal", "--op-dir", frozen, "--json", env=env)
     assert proc.returncode == 1, proc.stderr
     result = json.loads(proc.stdout)
-    assert result["status"] == "failed" and "2 rows equal" in result["failure"]
+    assert result["status"] == "failed" and "has 2 launches" in result["failure"]
     collection = json.loads((frozen / "docs/perf/round_001/collection.json").read_text())
     assert collection["status"] == "failed"
 
@@ -83,7 +83,8 @@ def test_quick_and_discovery_through_the_cli(frozen, env):
     assert [c["duration_samples_us"] for c in quick["cases"]] == [[40.25], [41.5], [42.75], [43.0]]
     proc = run_script("collect_perf.py", "list-op-names", "--op-dir", frozen, "--case-id", CASES[0], env=env)
     assert proc.returncode == 0, proc.stderr
+    pypto = "KERNEL_AICPU,KERNEL_MIX_AIC\t46 control 42,43"   # a PyPTO launch: 3 rows, the AI-core task's time
     assert proc.stdout.splitlines() == [
-        "count\ttask_type\ttotal_duration_us\texact_op_name", f"1\tMIX_AIC\t84.000\t{TARGET}_tail",
-        f"1\tMIX_AIC\t40.250\t{TARGET}", "1\tAI_VECTOR_CORE\t6.780\taclnnCast_Cast_1",
-        "1\tAI_VECTOR_CORE\t1.460\tMemSet"]
+        "count\trows_per_launch\ttask_type\tstreams\ttotal_duration_us\texact_op_name",
+        f"1\t3\t{pypto}\t84.000\t{TARGET}_tail", f"1\t3\t{pypto}\t40.250\t{TARGET}",
+        "1\t1\tKERNEL_AIVEC\t46\t6.780\taclnnCast_Cast_1", "1\t1\tKERNEL_AIVEC\t46\t1.460\tMemSet"]

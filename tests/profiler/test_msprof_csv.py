@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from perftune.measure import routing
-from perftune.profiler import msprof_csv
+from perftune.profiler import launches, msprof_csv
 from perftune.errors import ContractError
 
 RECORDED = Path(__file__).resolve().parents[1] / "fixtures" / "msprof" / "recorded"
@@ -140,36 +140,13 @@ def test_merge_slices_keeps_one_header_and_every_row_in_order():
         msprof_csv.merge_slices([first, "Op Name,X\nk,1\n"], ["s0", "s1"])
 
 
-def test_discovery_groups_by_name_and_task_type_sorted_by_total():
-    text = ("Op Name,Task Type,Task Duration(us)\nk,MIX_AIC,10\nMemSet,AI_CORE,1.5\nk,MIX_AIC,2.25\n"
-            "k,AI_VECTOR_CORE,N/A\nMemSet,AI_CORE,0.5\nz,AI_CORE,12.25\n")
-    rows = msprof_csv.discover_op_names(msprof_csv.read_op_summary(text, "t"), "t")
-    assert rows == [
-        {"exact_op_name": "k", "task_type": "MIX_AIC", "count": 2, "total_duration_us": 12.25},
-        {"exact_op_name": "z", "task_type": "AI_CORE", "count": 1, "total_duration_us": 12.25},
-        {"exact_op_name": "MemSet", "task_type": "AI_CORE", "count": 2, "total_duration_us": 2.0},
-        {"exact_op_name": "k", "task_type": "AI_VECTOR_CORE", "count": 1, "total_duration_us": None},
-    ]
+def test_discovery_tsv_reports_launches_rows_per_launch_and_streams():
+    rows = [{"exact_op_name": "k", "task_type": "KERNEL_AICPU,KERNEL_MIX_AIC", "count": 1, "rows_per_launch": 3,
+             "compute_streams": ["46"], "control_streams": ["42", "43"], "total_duration_us": 12.25},
+            {"exact_op_name": "py", "task_type": "python_function", "count": 2, "total_duration_us": None}]
     assert msprof_csv.discovery_tsv(rows).splitlines() == [
-        "count\ttask_type\ttotal_duration_us\texact_op_name", "2\tMIX_AIC\t12.250\tk",
-        "1\tAI_CORE\t12.250\tz", "2\tAI_CORE\t2.000\tMemSet", "1\tAI_VECTOR_CORE\tN/A\tk"]
-
-
-def test_discovery_refuses_text_in_the_duration_column():
-    frame = msprof_csv.read_op_summary("Op Name,Task Duration(us)\nk,1\nm,fast\n", "t")
-    with pytest.raises(ContractError, match="data row 2 is not a number: 'fast'"):
-        msprof_csv.discover_op_names(frame, "t")
-
-
-def test_task_time_ignores_bookkeeping_rows_and_needs_one_exact_kernel():
-    frame = msprof_csv.read_table(recorded("task_time_fixture.csv"), "tt",
-                                  ["kernel_name", "kernel_type", "task_time(us)"])
-    assert msprof_csv.select_task_time(frame, TARGET, "tt") == 40.912
-    with pytest.raises(ContractError, match="no task equals 'MemSet_x'"):
-        msprof_csv.select_task_time(frame, "MemSet_x", "tt")
-    doubled = pd.concat([frame, frame.iloc[[4]]], ignore_index=True)
-    with pytest.raises(ContractError, match="2 tasks equal"):
-        msprof_csv.select_task_time(doubled, TARGET, "tt")
+        "count\trows_per_launch\ttask_type\tstreams\ttotal_duration_us\texact_op_name",
+        "1\t3\tKERNEL_AICPU,KERNEL_MIX_AIC\t46 control 42,43\t12.250\tk", "2\tN/A\tpython_function\tN/A\tN/A\tpy"]
 
 
 # --- property tests -----------------------------------------------------------------------------
@@ -187,8 +164,8 @@ cells = st.one_of(st.floats(min_value=0.001, max_value=1e6, allow_nan=False).map
 def test_reader_never_crashes_on_arbitrary_text(head, text):
     try:
         frame = msprof_csv.read_op_summary(head + text, "fuzz.csv")
-        msprof_csv.discover_op_names(frame, "fuzz.csv")
-        msprof_csv.select_target_row(frame, "k", "fuzz.csv")
+        launches.group(frame, "fuzz.csv")
+        launches.select_target(frame, "k", "fuzz.csv")
     except ContractError as exc:
         assert "\n" not in exc.line()
 
@@ -198,7 +175,7 @@ def test_reader_never_crashes_on_arbitrary_text(head, text):
 def test_reader_never_crashes_on_arbitrary_bytes(data):
     try:
         frame = msprof_csv.read_op_summary(msprof_csv.decode(data, "fuzz.csv"), "fuzz.csv")
-        msprof_csv.discover_op_names(frame, "fuzz.csv")
+        launches.group(frame, "fuzz.csv")
     except ContractError:
         pass
 

@@ -232,6 +232,7 @@ class Protocol:
         return {**default, **getattr(self, name)}
     simulator: dict[str, Any] | None = None   # pypto-sim: the frozen chip, pypto version, config sha256
     remeasure_budget_s: float | None = None   # None: frozen before the field, the default applies
+    launch: dict[str, Any] | None = None      # msprof: rows per launch, task types, basis (discovery record)
 
     @property
     def remeasure_budget(self) -> float:
@@ -242,6 +243,8 @@ class Protocol:
         extra = {"simulator": dict(self.simulator)} if self.simulator is not None else {}
         if self.remeasure_budget_s is not None:
             extra["remeasure_budget_s"] = self.remeasure_budget_s
+        if self.launch is not None:
+            extra["launch"] = dict(self.launch)
         return {**extra,
             "backend": self.backend, "device_id": self.device_id, "seed": self.seed,
             "warmup": self.warmup, "repeats": self.repeats, "op_name": self.op_name,
@@ -292,7 +295,8 @@ def make_protocol(*, backend: str, device_id: int, warmup: int, repeats: int, op
                   max_remeasurements: int = protocol.DEFAULT_MAX_REMEASUREMENTS,
                   processes: int = protocol.DEFAULT_PROCESSES,
                   simulator: dict[str, Any] | None = None,
-                  remeasure_budget_s: float = protocol.DEFAULT_REMEASURE_BUDGET_S) -> Protocol:
+                  remeasure_budget_s: float = protocol.DEFAULT_REMEASURE_BUDGET_S,
+                  launch: dict[str, Any] | None = None) -> Protocol:
     """A protocol with the DESIGN §4.1/§7 defaults filled in (deterministic backends: min_repeats 2)."""
     floor = {"min_repeats": protocol.DETERMINISTIC_MIN_REPEATS} if backend in protocol.DETERMINISTIC_BACKENDS else {}
     rule = {**protocol.DEFAULT_DECISION, **floor, **(decision or {})}
@@ -303,7 +307,7 @@ def make_protocol(*, backend: str, device_id: int, warmup: int, repeats: int, op
         promotion={**protocol.DEFAULT_PROMOTION, **(promotion or {})}, aggregate_metric=aggregate_metric,
         acceptance={**protocol.DEFAULT_ACCEPTANCE, **(acceptance or {})},
         max_remeasurements=max_remeasurements, processes=processes, simulator=simulator,
-        remeasure_budget_s=float(remeasure_budget_s))
+        remeasure_budget_s=float(remeasure_budget_s), launch=launch)
 
 
 def build_manifest(spec: SpecInfo, tests: dict[str, int], *, target_case_ids: list[str],

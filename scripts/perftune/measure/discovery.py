@@ -13,8 +13,10 @@ the table rows, the case, backend, device, the sha256 of the runner file and of 
 copies of the raw files (``discovery_NNN/``) with their hashes; it is never overwritten.
 
 :func:`op_name_from_record` is the freeze-side check: the record must be this op's, for the
-backend and device being frozen, taken on the current runner file, and the chosen name must be a
-row of the table launched exactly once (the formal compare needs exactly one target row).
+backend and device being frozen, taken on the current runner file, and the chosen name must be
+launched exactly once (``count`` is launches, :mod:`profiler.launches`: a PyPTO launch is three
+rows). :func:`launch_from_record` gives what one launch is (rows per launch, task types), frozen
+with the name as ``protocol.launch``; formal repeats refuse a table whose launch differs.
 """
 
 from __future__ import annotations
@@ -172,3 +174,16 @@ def op_name_from_record(record_path: str | Path, op_dir: str | Path, *, backend:
         raise ContractError(path, op_name, f"launched {names[op_name].get('count')} times in one case (need 1)",
                             "freeze a name the case launches exactly once")
     return op_name
+
+
+def launch_from_record(record_path: str | Path | None, op_name: str) -> dict[str, Any] | None:
+    """What one launch of ``op_name`` is in a discovery record (rows per launch, task types, basis),
+    frozen with the name; None without a record, or for one without it (cpu, or older records)."""
+    if record_path is None:
+        return None
+    rows = fsio.read_json(Path(record_path), what="discovery record").get("rows") or []
+    row = next((r for r in rows if isinstance(r, dict) and r.get("exact_op_name") == op_name), None)
+    if row is None or not isinstance(row.get("rows_per_launch"), int):
+        return None
+    return {"rows_per_launch": row["rows_per_launch"], "task_types": list(row.get("task_types") or []),
+            "basis": str(row.get("basis") or "none")}

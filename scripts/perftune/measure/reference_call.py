@@ -19,7 +19,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..contract import golden as golden_mod
+from . import golden_timing as golden_mod
 from ..contract import golden_source
 from ..errors import ContractError
 from . import attestation

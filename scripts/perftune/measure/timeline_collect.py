@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from . import collect, evidence
-from ..profiler import case_tables, timeline
+from ..profiler import advisor_output, case_tables, timeline
 from .. import fsio
 from ..contract import protocol
 from ..errors import CheckFailed, ContractError
@@ -195,8 +195,9 @@ def advisor(prof: Path, scratch: Path, staged: Path) -> tuple[dict[str, Any] | N
         code, out = -1, f"advisor did not run: {exc}"
     (work / "advisor_stdout.log").write_text(out, encoding="utf-8")
     kept = [_keep(f, staged, f"advisor/{f.relative_to(work).as_posix()}") for f in sorted(work.rglob("*")) if f.is_file()]
-    return {"argv": [ADVISOR, *argv[1:3], "-d", "<PROF dir>"], "returncode": code,
-            "files": [f"raw/advisor/{f.relative_to(staged / 'raw' / 'advisor').as_posix()}" for f in kept]}, kept
+    applicable, reason = advisor_output.applicability(out)   # "Unknown profiling type": not advice
+    return {"argv": [ADVISOR, *argv[1:3], "-d", "<PROF dir>"], "returncode": code, "applicable": applicable,
+            "not_applicable_reason": reason, "files": [f"raw/advisor/{f.relative_to(staged / 'raw' / 'advisor').as_posix()}" for f in kept]}, kept
 
 
 def _simulator(run, scratch: Path, runner, ctx, expected, staged: Path, kernel_name, soc_version):

@@ -1,8 +1,8 @@
 """Profiler columns of one case of a round, each value with the file, column and rows it came from.
 
 The msprof backend archives the 7 op_summary tables of every repeat
-(``repeat_NNN/op_summary_<Metric>.csv``). :func:`case_columns` reads the target row (the frozen
-``Op Name``, exactly one row) of every table of every repeat and gives, per metric group and
+(``repeat_NNN/op_summary_<Metric>.csv``). :func:`case_columns` reads the target's one launch (the frozen
+``Op Name``, its compute row: :mod:`profiler.launches`) of every table of every repeat and gives, per metric group and
 column, the median over repeats with its citation ``{metric, column, files, rows, values}``. A
 missing table is a :class:`ContractError` naming the metric group. ``N/A`` cells are left out;
 a column with no number in any repeat is absent.
@@ -26,7 +26,7 @@ from typing import Any
 from .. import fsio
 from ..contract import protocol
 from ..errors import ContractError
-from . import core_types, msprof_csv
+from . import core_types, launches, msprof_csv
 
 BUSY_RATIO = 0.01  # a pipe with a ratio above 1 % must appear in the instruction timeline
 
@@ -53,7 +53,7 @@ def case_columns(case_dir: Path, op_name: str, op_dir: Path,
                 raise ContractError(path, f"metric group {metric}", "is missing (its op_summary table was not archived)",
                                     "re-collect the round; every repeat needs all 7 metric groups")
             text = msprof_csv.decode(path.read_bytes(), str(path))
-            row = msprof_csv.select_target_row(msprof_csv.read_op_summary(text, str(path)), op_name, str(path))
+            row = launches.select_target(msprof_csv.read_op_summary(text, str(path)), op_name, str(path))
             rel = fsio.display_path(path, op_dir)
             for column, value in row.values.items():
                 if isinstance(value, float):

@@ -14,11 +14,12 @@ normalisation before any lookup (DESIGN §6):
 Cells: ``N/A`` and empty cells are *missing* (NaN / ``None``), never 0. msprof pads some cells with
 a trailing tab so that spreadsheets keep them as text; surrounding whitespace is therefore trimmed
 before a cell is compared or converted. ``Op Name`` is then compared *exactly* (case and every
-inner character): the target row is the single row equal to the frozen name; zero or several rows
-are a :class:`ContractError`. Never the longest row, never a fuzzy match.
+inner character); :func:`select_target_row` is the single row equal to a name (zero or several rows
+are a :class:`ContractError`; never the longest row, never a fuzzy match). Which rows of a name make
+one launch (a PyPTO launch is three rows) is :mod:`profiler.launches`; discovery and quick mode too.
 
-Sharded output (``op_summary_<stem>_slice_<N>.csv``) is merged in slice order; every slice carries
-the same header and the slice numbers must be contiguous (a gap means a lost shard).
+Sharded output (``op_summary_[<stem>_]slice_<N>[_<timestamp>].csv``) is merged in slice order; every
+slice carries the same header and the slice numbers must be contiguous (a gap names the lost shard).
 
 Speed: a caller that needs only some columns passes them in ``columns`` and pandas materialises
 only those (a 1,000,000-row, 120 MB op_summary: about 1.3 s of CPU to select the target row). With a column subset the C
@@ -50,17 +51,14 @@ TASK_TYPE = "Task Type"
 KERNEL_NAME = "kernel_name"
 KERNEL_TYPE = "kernel_type"
 TASK_TIME = "task_time(us)"
-IGNORED_KERNEL_TYPES = frozenset({"PROFILING_ENABLE", "TASK_TIMEOUT_SET", ""})
 MISSING_TOKENS = ("N/A", "")
-DISCOVERY_HEADER = ("count", "task_type", "total_duration_us", "exact_op_name")
+DISCOVERY_HEADER = ("count", "rows_per_launch", "task_type", "streams", "total_duration_us", "exact_op_name")
 
 _ALIASES = {
     "opname": OP_NAME, "name": OP_NAME,
     "taskduration(us)": DURATION, "duration(us)": DURATION,
     "deviceid": DEVICE,
 }
-_SLICE = re.compile(r"^op_summary_(?P<stem>.*)_slice_(?P<n>\d+)\.csv$")
-_PLAIN = re.compile(r"^op_summary_.*\.csv$")
 
 
 def normalize_header(name: str) -> str:
@@ -104,6 +102,11 @@ def header(text: str, source: str) -> list[str]:
     names = [normalize_header(cell) for cell in raw]
     seen: dict[str, int] = {}
     for position, name in enumerate(names):
+        if not name and position == len(names) - 1 and position > 0:
+            raise ContractError(source, f"column {position + 1}", "blank last header name (a trailing comma: "
+                                "the way msOpProf writes OpBasicInfo.csv / PipeUtilization.csv, not an msprof "
+                                "op_summary or task_time table)", "read msOpProf CSVs with scripts/profiler_inspect.py;"
+                                " Stage 5's timing tables come from msprof")
         if not name:
             raise ContractError(source, f"column {position + 1}", "blank header name",
                                 "re-export the CSV; every column needs a name")
@@ -169,32 +172,51 @@ def numeric(series: pd.Series, source: str, column: str) -> pd.Series:
     return values.astype(float)
 
 
-def op_summary_files(names: Iterable[str], source: str) -> list[str]:
-    """The op_summary file names of one profiler output folder, in merge order.
+def _slice_pattern(prefix: str) -> re.Pattern[str]:
+    return re.compile(rf"^{re.escape(prefix)}_(?:(?P<stem>.*?)_)?slice_(?P<n>\d+)(?:_(?P<stamp>\d+))?\.csv$")
 
-    Either exactly one plain ``op_summary_*.csv`` or the complete, contiguous slice set of one
-    stem; anything else (none, several plain files, mixed stems, a gap) is a ContractError.
+
+def table_files(names: Iterable[str], prefix: str, source: str) -> list[str]:
+    """The file names of the one ``<prefix>`` table of a profiler output folder, in merge order.
+
+    Either exactly one plain ``<prefix>_*.csv`` or the complete slice set of one stem:
+    ``<prefix>_[<stem>_]slice_<N>[_<timestamp>].csv`` (the timestamp may differ between slices, a
+    device prefix is part of the stem). Slices are numbered from 0 (or 1) without a gap; a missing
+    slice is named. None, several plain files or mixed stems are a ContractError.
     """
-    slices: dict[str, dict[int, str]] = {}
+    pattern, plain_re = _slice_pattern(prefix), re.compile(rf"^{re.escape(prefix)}_.*\.csv$")
+    slices: dict[str, dict[int, list[str]]] = {}
     plain: list[str] = []
     for name in sorted(names):
-        match = _SLICE.match(name)
+        match = pattern.match(name)
         if match:
-            slices.setdefault(match["stem"], {})[int(match["n"])] = name
-        elif _PLAIN.match(name):
+            slices.setdefault(match["stem"] or "", {}).setdefault(int(match["n"]), []).append(name)
+        elif plain_re.match(name):
             plain.append(name)
     if len(plain) + len(slices) != 1:
-        found = plain + sorted(slices)
-        raise ContractError(source, "op_summary_*.csv", f"expected exactly one op_summary table, found "
+        found = plain + [f"{prefix}_{s + '_' if s else ''}slice_N" for s in sorted(slices)]
+        raise ContractError(source, f"{prefix}_*.csv", f"expected exactly one {prefix} table, found "
                             f"{len(found)}: {found[:4]}", "profile exactly one run into each output folder")
     if plain:
         return plain
     (stem, numbered), = slices.items()
+    label = f"{prefix}_{stem + '_' if stem else ''}slice_N"
+    doubled = [n for n, files in numbered.items() if len(files) > 1]
+    if doubled:
+        raise ContractError(source, label, f"slice {doubled[0]} exists {len(numbered[doubled[0]])} times "
+                            f"{numbered[doubled[0]]}", "profile exactly one run into each output folder")
     order = sorted(numbered)
-    if order[0] not in (0, 1) or order != list(range(order[0], order[0] + len(order))):
-        raise ContractError(source, f"op_summary_{stem}_slice_N.csv", f"slice numbers {order} are not "
-                            "contiguous", "a shard is missing; re-run the profiler")
-    return [numbered[n] for n in order]
+    start = 0 if order[0] == 0 else 1
+    missing = sorted(set(range(start, order[-1] + 1)) - set(order))
+    if missing:
+        raise ContractError(source, label, f"slice {missing[0]} is missing (have {order}): slice numbers are "
+                            "not contiguous", "a shard is missing; re-run the profiler")
+    return [numbered[n][0] for n in order]
+
+
+def op_summary_files(names: Iterable[str], source: str) -> list[str]:
+    """:func:`table_files` of the op_summary table."""
+    return table_files(names, "op_summary", source)
 
 
 def merge_slices(texts: Sequence[str], sources: Sequence[str]) -> str:
@@ -242,7 +264,8 @@ class TargetRow:
         return value if isinstance(value, str) else None
 
 
-def _cell(value: Any) -> float | str | None:
+def cell(value: Any) -> float | str | None:
+    """One cell as a number, a trimmed text, or None (missing: ``N/A`` or empty)."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return None
     text = str(value).strip()
@@ -266,11 +289,11 @@ def _hint(names: pd.Series) -> str:
 
 def positive_duration(value: Any, source: str, column: str, row: int) -> float:
     """A duration cell as a finite float > 0, else a ContractError (missing is never 0)."""
-    cell = _cell(value)
-    if not isinstance(cell, float) or not math.isfinite(cell) or cell <= 0:
-        raise ContractError(source, column, f"data row {row}: duration {cell!r} is not a finite "
+    number = cell(value)
+    if not isinstance(number, float) or not math.isfinite(number) or number <= 0:
+        raise ContractError(source, column, f"data row {row}: duration {number!r} is not a finite "
                             "number > 0", "an invalid sample is never repaired; re-run the profile")
-    return cell
+    return number
 
 
 def select_target_row(frame: pd.DataFrame, op_name: str, source: str) -> TargetRow:
@@ -287,51 +310,24 @@ def select_target_row(frame: pd.DataFrame, op_name: str, source: str) -> TargetR
                             "make each profiled process launch the target exactly once")
     index = hits[0]
     record = frame.iloc[index]
-    values = {str(column): _cell(record[column]) for column in frame.columns}
+    values = {str(column): cell(record[column]) for column in frame.columns}
     duration = positive_duration(record[DURATION], source, DURATION, index + 1)
     return TargetRow(op_name=op_name, duration_us=duration, row=index + 1, values=values)
 
 
-def select_task_time(frame: pd.DataFrame, op_name: str, source: str) -> float:
-    """Quick mode: ``task_time(us)`` of the one task_time row whose ``kernel_name`` is the target.
-
-    Bookkeeping rows (``kernel_type`` PROFILING_ENABLE, TASK_TIMEOUT_SET or empty) are ignored.
-    """
-    kinds = stripped(frame[KERNEL_TYPE]).fillna("")
-    kept = frame[~kinds.isin(IGNORED_KERNEL_TYPES)]
-    hits = _exact_rows(kept[KERNEL_NAME], op_name)
-    if len(hits) != 1:
-        problem = "no task equals" if not hits else f"{len(hits)} tasks equal"
-        raise ContractError(source, KERNEL_NAME, f"{problem} {op_name!r} exactly ({_hint(kept[KERNEL_NAME])})",
-                            "each quick run must launch the frozen target exactly once")
-    row = int(kept.index[hits[0]]) + 1
-    return positive_duration(kept.iloc[hits[0]][TASK_TIME], source, TASK_TIME, row)
-
-
-def discover_op_names(frame: pd.DataFrame, source: str) -> list[dict[str, Any]]:
-    """Discovery table rows: per (Op Name, Task Type) the count and total duration, largest first.
-
-    Rows without an Op Name are left out; a group whose durations are all missing has total None.
-    """
-    names = stripped(frame[OP_NAME])
-    kinds = stripped(frame[TASK_TYPE]) if TASK_TYPE in frame.columns else pd.Series(pd.NA, index=frame.index)
-    table = pd.DataFrame({"name": names, "kind": kinds.fillna("N/A"),
-                          "duration": numeric(frame[DURATION], source, DURATION)})
-    table = table[table["name"].notna()]
-    grouped = table.groupby(["name", "kind"], sort=False)["duration"].agg(["size", "count", "sum"])
-    rows = [{"exact_op_name": name, "task_type": kind, "count": int(size),
-             "total_duration_us": round(float(total), 6) if valid else None}
-            for (name, kind), size, valid, total in zip(grouped.index, grouped["size"], grouped["count"],
-                                                        grouped["sum"])]
-    rows.sort(key=lambda r: (r["total_duration_us"] is None, -(r["total_duration_us"] or 0.0),
-                             r["exact_op_name"], r["task_type"]))
-    return rows
-
-
 def discovery_tsv(rows: Sequence[dict[str, Any]]) -> str:
-    """The discovery table as TSV text (header ``count task_type total_duration_us exact_op_name``)."""
+    """The discovery table as TSV text (:data:`DISCOVERY_HEADER`; ``count`` is launches).
+
+    ``streams`` lists the compute streams, then ``control`` ones (``46 control 42,43``); a key a
+    backend does not report (cpu: rows per launch, streams) is ``N/A``, never a guess.
+    """
     lines = ["\t".join(DISCOVERY_HEADER)]
     for row in rows:
         total = "N/A" if row["total_duration_us"] is None else f"{row['total_duration_us']:.3f}"
-        lines.append(f"{row['count']}\t{row['task_type']}\t{total}\t{row['exact_op_name']}")
+        per = row.get("rows_per_launch")
+        streams = ",".join(row.get("compute_streams") or []) or "N/A"
+        if row.get("control_streams"):
+            streams += " control " + ",".join(row["control_streams"])
+        lines.append(f"{row['count']}\t{'N/A' if per is None else per}\t{row['task_type']}\t{streams}\t{total}\t"
+                     f"{row['exact_op_name']}")
     return "\n".join(lines) + "\n"

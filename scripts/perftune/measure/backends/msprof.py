@@ -7,8 +7,8 @@ One repeat = one fresh set of processes for one case (DESIGN §4.3, §6):
 2. The 7 metric groups in ``protocol.METRIC_GROUPS`` order, each
    ``msprof --ai-core=on --aic-metrics=<M> --task-time=on --ascendcl=on --output=<dir> <runner>``.
    Each run must exit 0, print exactly one ``PYPTO_PERF_SELECTED_CASE=<id>`` marker (unless the
-   selector is ``single_case``) and leave exactly one ``PROF_*/mindstudio_profiler_output``
-   op_summary table (shards merged). It is archived as ``repeat_NNN/op_summary_<M>.csv``: the
+   selector is ``single_case``) and leave exactly one op_summary table (``PROF_*/mindstudio_profiler_output``
+   or CANN <= 6.3 ``PROF_*/device_<n>/summary``; slices merged: :mod:`profiler.prof_layout`). It is archived as ``repeat_NNN/op_summary_<M>.csv``: the
    profiler's bytes unchanged, or for a sharded table the merged text (slice headers dropped).
 3. One sample-based run (``--aic-mode=sample-based --aic-freq=100``, PipeUtilization) for per-core
    cycles. Its failure is only a warning in ``evidence_status.json``. The cycles of
@@ -17,9 +17,11 @@ One repeat = one fresh set of processes for one case (DESIGN §4.3, §6):
    ``process_scope_unattributed`` (file ``process_scope_core_cycles.csv``) or ``unavailable:<reason>``
    and ``per_core_claim_allowed`` is always false.
 
-The canonical duration is ``Task Duration(us)`` of the single exact ``Op Name`` row of
-``op_summary_PipeUtilization.csv``; every one of the 7 archived tables must hold exactly one such
-row. :meth:`MsprofBackend.read_repeat` recomputes duration and bound route from the archive alone;
+The canonical duration is ``Task Duration(us)`` of the one launch of the exact ``Op Name`` in
+``op_summary_PipeUtilization.csv`` (its compute task; a PyPTO launch's AI-CPU control rows are not
+the kernel's time: :mod:`profiler.launches`); every one of the 7 archived tables must hold exactly
+one launch. Quick mode archives the run's task_time and op_summary and joins them on the stream /
+task ids (task_time names the binary, never the Op Name). :meth:`MsprofBackend.read_repeat` recomputes duration and bound route from the archive alone;
 ``run_repeat`` returns exactly what ``read_repeat`` computes. ``collection.log`` lists every
 subprocess (argv, return code, stdout, stderr; never the environment). Profiler scratch trees are
 deleted after each repeat.
@@ -40,7 +42,7 @@ from typing import Any
 
 from ... import fsio
 from .. import routing
-from ...profiler import msprof_csv
+from ...profiler import launches, msprof_csv, prof_layout
 from ...contract import protocol
 from ...errors import CheckFailed, ContractError, EnvError
 from ...contract.manifest import Case
@@ -51,7 +53,7 @@ MSPROF = "msprof"
 TIMING_FILE = f"op_summary_{protocol.CANONICAL_METRIC}.csv"
 CORE_CYCLES_FILE = "process_scope_core_cycles.csv"
 TASK_TIME_FILE = "task_time.csv"
-OUTPUT_DIR = "mindstudio_profiler_output"
+QUICK_SUMMARY_FILE = "op_summary.csv"   # quick runs: the op_summary whose ids map the op to task_time
 MAX_CSV_BYTES = 2 << 30
 # read_repeat materialises only Op Name, Task Duration(us) and, for the timing table, what the bound
 # route reads (other columns stay unparsed: a 1,000,000-row op_summary is not held as strings).
@@ -98,19 +100,8 @@ def read_csv_file(path: Path) -> str:
 
 
 def profiler_tables(output: Path, prefix: str) -> list[Path]:
-    """The files of the one ``<prefix>_*.csv`` table in ``output/PROF_*/mindstudio_profiler_output``."""
-    folders = sorted(p for p in output.glob(f"PROF_*/{OUTPUT_DIR}") if p.is_dir())
-    holding = [f for f in folders if any(f.glob(f"{prefix}_*.csv"))]
-    if len(holding) != 1:
-        raise ContractError(output, f"PROF_*/{OUTPUT_DIR}/{prefix}_*.csv", f"{len(holding)} profiler "
-                            f"outputs hold a {prefix} table (need exactly 1)",
-                            "the metric run produced no table or several; see collection.log")
-    names = [p.name for p in holding[0].glob(f"{prefix}_*.csv")]
-    if prefix == "op_summary":
-        return [holding[0] / n for n in msprof_csv.op_summary_files(names, str(holding[0]))]
-    if len(names) != 1:
-        raise ContractError(holding[0], f"{prefix}_*.csv", f"{len(names)} tables (need 1)", "re-run")
-    return [holding[0] / names[0]]
+    """The files of the one ``<prefix>`` table under ``output/PROF_*`` (see :mod:`profiler.prof_layout`)."""
+    return prof_layout.table_files(output, prefix)
 
 
 def archive_table(files: list[Path], target: Path) -> None:
@@ -217,6 +208,8 @@ class MsprofBackend(Backend):
                 self._run(spec, case, metric_argv(metric, output, runner, self.executable), log, metric)
                 archive_table(profiler_tables(output, "op_summary"), repeat_dir / metric_file(metric))
             result = self.read_repeat(repeat_dir, spec.op_name)
+            status["launch"] = check_launch(repeat_dir / TIMING_FILE, spec.op_name,
+                                            spec.manifest.protocol.launch if spec.manifest.protocol else None)
             status.update(self._sample_run(spec, case, runner, scratch / "Sample", log, repeat_dir))
         except (CheckFailed, ContractError) as exc:
             status.update(status="failed", seven_metric_status="incomplete", failure=exc.line())
@@ -251,10 +244,11 @@ class MsprofBackend(Backend):
         for metric in protocol.METRIC_GROUPS:
             path = repeat_dir / metric_file(metric)
             text = read_csv_file(path)
-            present = set(msprof_csv.header(text, str(path)))
-            wanted = ROUTE_COLUMNS if metric == protocol.CANONICAL_METRIC else ()
-            frame = msprof_csv.read_op_summary(text, str(path), [c for c in wanted if c in present])
-            rows[metric] = msprof_csv.select_target_row(frame, op_name, str(path))
+            present = msprof_csv.header(text, str(path))
+            wanted = (*ROUTE_COLUMNS, *launches.id_columns(present)) if metric == protocol.CANONICAL_METRIC \
+                else launches.id_columns(present)
+            frame = msprof_csv.read_op_summary(text, str(path), list(dict.fromkeys(c for c in wanted if c in present)))
+            rows[metric] = launches.select_target(frame, op_name, str(path))
         pipe = rows[protocol.CANONICAL_METRIC]
         route = {**routing.route(pipe.values, str(repeat_dir / TIMING_FILE)),
                  "source_file": TIMING_FILE, "source_row": pipe.row}
@@ -273,6 +267,7 @@ class MsprofBackend(Backend):
                 self._run(spec, case, quick_argv(output, runner, self.executable), log, f"quick {index}")
                 target = scratch_dir / f"repeat_{index:03d}" / TASK_TIME_FILE
                 archive_table(profiler_tables(output, "task_time"), target)
+                archive_table(profiler_tables(output, "op_summary"), target.with_name(QUICK_SUMMARY_FILE))
                 shutil.rmtree(output, ignore_errors=True)
                 durations.append(self.read_quick_repeat(target.parent, spec.op_name))
         except ContractError as exc:
@@ -280,11 +275,14 @@ class MsprofBackend(Backend):
         return durations
 
     def read_quick_repeat(self, repeat_dir: Path, op_name: str) -> float:
-        """``task_time(us)`` of the target in a quick repeat's ``task_time.csv``."""
-        target = repeat_dir / TASK_TIME_FILE
-        columns = [msprof_csv.KERNEL_NAME, msprof_csv.KERNEL_TYPE, msprof_csv.TASK_TIME]
+        """``task_time(us)`` of the target in a quick repeat, found through the op_summary's stream/task ids."""
+        target, summary = repeat_dir / TASK_TIME_FILE, repeat_dir / QUICK_SUMMARY_FILE
+        columns = [msprof_csv.KERNEL_NAME, msprof_csv.KERNEL_TYPE, "stream_id", "task_id", msprof_csv.TASK_TIME]
         frame = msprof_csv.read_table(read_csv_file(target), str(target), columns)
-        return msprof_csv.select_task_time(frame, op_name, str(target))
+        text = read_csv_file(summary)
+        present = msprof_csv.header(text, str(summary))
+        ops = msprof_csv.read_op_summary(text, str(summary), launches.id_columns(present))
+        return launches.select_task_time(frame, ops, op_name, str(summary))
 
     def list_op_names(self, spec: RunSpec, case: Case, scratch_dir: Path) -> list[dict[str, Any]]:
         scratch_dir.mkdir(parents=True, exist_ok=True)
@@ -295,5 +293,34 @@ class MsprofBackend(Backend):
                   log, "discovery run")
         target = scratch_dir / TIMING_FILE
         archive_table(profiler_tables(output, "op_summary"), target)
-        frame = msprof_csv.read_op_summary(read_csv_file(target), str(target), [msprof_csv.TASK_TYPE])
-        return msprof_csv.discover_op_names(frame, str(target))
+        text = read_csv_file(target)
+        present = msprof_csv.header(text, str(target))
+        frame = msprof_csv.read_op_summary(text, str(target), launches.id_columns(present))
+        task_time = None
+        if any(output.glob("PROF_*/**/task_time_*.csv")):
+            times = scratch_dir / TASK_TIME_FILE
+            archive_table(profiler_tables(output, "task_time"), times)
+            task_time = msprof_csv.read_table(read_csv_file(times), str(times))
+        rows = [discovery_row(ops) for ops in launches.group(frame, str(target), task_time)]
+        return sorted(rows, key=lambda r: (r["total_duration_us"] is None, -(r["total_duration_us"] or 0.0),
+                                           r["exact_op_name"]))
+
+
+def check_launch(path: Path, op_name: str, frozen: dict[str, Any] | None) -> dict[str, Any]:
+    """The target's launch in an archived table; a launch of other rows than the frozen one is refused."""
+    text = read_csv_file(path)
+    frame = msprof_csv.read_op_summary(text, str(path), launches.id_columns(msprof_csv.header(text, str(path))))
+    ops = launches.op_launches(frame, op_name, str(path))
+    found = {"rows_per_launch": ops.rows_per_launch, "task_types": sorted(set(ops.labels)), "basis": ops.basis}
+    if frozen is not None and frozen.get("rows_per_launch") != ops.rows_per_launch:
+        raise ContractError(path, "protocol.launch", f"one launch of {op_name!r} is {ops.rows_per_launch} rows here, "
+                            f"{frozen.get('rows_per_launch')} when frozen (discovery)",
+                            "the kernel's launch changed (runtime, CANN or code); run discovery and re-freeze")
+    return found
+
+
+def discovery_row(ops: launches.OpLaunches) -> dict[str, Any]:
+    """One discovery-table row: the op's launches (count = launches), task types, streams, durations."""
+    row = ops.as_dict()
+    row.update(count=ops.launches, task_type=",".join(row["task_types"]))
+    return row
