@@ -120,6 +120,8 @@ def test_older_op_summary_layout_with_task_types():
     assert flash["total_duration_us"] == pytest.approx(6969.308 + 7119.9688 + 7023.5739 + 1.8414, abs=1e-9)
     assert (op(report, "NonZero")["launches"], op(report, "trans_Cast_5")["task_types"]) == (3, ["AI_CPU"])
     assert (report["target"]["formal_round"], report["target"]["duration_us"]) == ("accepted", 496.8508)
+    # aicore_time(us) 982.72 beside aic_total_cycles 0: the vector side (43632970 cycles) ran it
+    assert (report["target"]["primary_core"], report["target"]["primary_core_basis"]) == ("aiv", "cycles: only aiv ran cycles")
 
 
 def test_nothing_readable_exits_2_with_one_line(tmp_path):

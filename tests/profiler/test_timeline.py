@@ -56,8 +56,6 @@ def test_wrong_name_is_an_empty_capture_and_lanes_come_from_the_file():
     assert {(*r["lane"], r["process"], r["thread"]) for r in model["lanes"]} == {
         (1, 0, "AI Vector Core", "block 0"), (1, 1, "AI Vector Core", "block 1"), (2, 0, "AI Cube Core", "block 0")}
     assert "other" in model["pipes"]  # FLOWCTRL kept, not dropped, not a pipe
-    window, events, names = timeline.events_from_chrome(text, "msprof.json", TARGET)   # the old interface
-    assert window == (1000.0, 1040.0) and len(names) == 4 and len(events) == len(trace.events)  # + the scheduler lane
     cross = timeline.read_trace([(fake_timeline.card_trace(TARGET, ["cross_lane_only"]), "x")], TARGET)
     assert timeline.summarise_trace(cross)["overlap_same_lane"].get("MTE2|VECTOR", 0.0) == 0.0
 

@@ -12,8 +12,10 @@ and :func:`perftune.profiler.case_tables.pipe_ratios`):
 - :func:`time_from_cycles`: ``cycles / (frequency_MHz x blocks)`` µs; the cycles are summed over the
   blocks that ran (a real torch_npu kernel_details row: 13181275 cycles, 20 blocks, 1800 MHz ->
   366.146 µs against the 366.147 written).
-- :func:`primary_core`: the side with the larger positive time (ties go to aic); with no positive
-  time, the only side with positive cycles (the other ran none); else None.
+- :func:`primary_core`: when both cycle counts are written and only one side ran cycles, that side
+  (an older CANN writes ``aicore_time(us)`` 982.72 beside ``aic_total_cycles`` 0 for a vector-only
+  ZerosLike, Ascend/msinsight's op_summary_1.csv); else the side with the larger positive time
+  (ties go to aic); with no positive time, the only side with positive cycles; else None.
 """
 
 from __future__ import annotations
@@ -53,11 +55,13 @@ def core_time(time: float | None, cycles: float | None, *, frequency_mhz: float 
 
 def primary_core(times: dict[str, float | None], cycles: dict[str, float | None]) -> tuple[str | None, str]:
     """``(aic | aiv | None, basis)`` from the sides' times and cycles (module docstring)."""
+    ran = [c for c in CORES if (cycles.get(c) or 0) > 0]
+    if len(ran) == 1 and all(cycles.get(c) is not None for c in CORES):
+        return ran[0], f"cycles: only {ran[0]} ran cycles"
     positive = {c: t for c, t in times.items() if t is not None and t > 0}
     if positive:
         core = "aic" if positive.get("aic", -1.0) >= positive.get("aiv", -1.0) else "aiv"
         return core, "time"
-    ran = [c for c in CORES if (cycles.get(c) or 0) > 0]
     if len(ran) == 1:
         return ran[0], f"cycles: only {ran[0]} ran cycles (its time is not written)"
     return None, "no positive core time" + (" (both sides ran cycles)" if ran else "")

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ContractError
-from . import case_tables, kernel_details, launches, msopprof_csv, msprof_csv, prof_layout, timeline
+from . import core_types, kernel_details, launches, msopprof_csv, msprof_csv, prof_layout, timeline
 
 MAX_BYTES = 64 << 20
 TRACE_GLOBS = ("trace.json", "msprof_*.json", "trace_view.json")
@@ -69,9 +69,12 @@ def _target(frame, task_time, op_name: str, source: str, warnings: list[str]) ->
     try:
         row = launches.select_target(frame, op_name, source, task_time)
         out.update(formal_round="accepted", duration_us=row.duration_us, row=row.row)
-        ratios = {family: {c: row.values[c] for c in cols if isinstance(row.values.get(c), float)}
-                  for family, cols in case_tables.PIPE_RATIO_COLUMNS.items()}
-        out["pipe_ratios"] = {f: r for f, r in ratios.items() if r}
+        number = {c: v for c, v in row.values.items() if isinstance(v, float)}
+        primary, basis = core_types.primary_core(*core_types.values_of(number.get))
+        ratios = {core: {family: {c: number[c] for c in cols if c in number} for family, cols in pipes.items()}
+                  for core, pipes in core_types.PIPE_COLUMNS.items()}
+        out.update(primary_core=primary, primary_core_basis=basis,
+                   pipe_ratios={core: {f: r for f, r in fams.items() if r} for core, fams in ratios.items()})
     except ContractError as exc:
         out["formal_round"] = f"refused: {exc.problem}"
     if task_time is not None and ops.launches == 1:
@@ -154,11 +157,10 @@ def _timelines(root: Path, op_name: str | None, report: dict[str, Any]) -> None:
             text = _text(path)
             events, _, _ = timeline.chrome_trace_events(text, str(path))
             item["events"] = len(events)
-            if op_name is not None:
-                window, spans, _ = timeline.events_from_chrome(text, str(path), op_name)
-                merged, _ = timeline.merge_lanes(spans, window)
-                item.update(window=list(window), lanes=len({lane for lane, _ in merged}),
-                            families=sorted({family for _, family in merged}))
+            trace = timeline.read_trace([(text, str(path))], op_name, core=path.parent.name)
+            model = timeline.summarise_trace(trace)
+            item.update(window=model["window"], lane_model=model["lane_model"], lanes=len(model["lanes"]),
+                        families=sorted(model["pipes"]))
         except ContractError as exc:
             report["warnings"].append(exc.line())
         report["timelines"].append(item)
@@ -205,7 +207,7 @@ def render_text(report: dict[str, Any]) -> str:
                          f"{target['launch_durations_us'][:10]} us; formal round {target['formal_round']}")
             if "duration_us" in target:
                 lines.append(f"  duration {target['duration_us']} us (data row {target['row']}); "
-                             f"pipe ratios {target['pipe_ratios']}")
+                             f"primary core {target['primary_core']} ({target['primary_core_basis']}), pipe ratios {target['pipe_ratios']}")
             if "quick_duration_us" in target:
                 lines.append(f"  quick mode (task_time by stream/task ids): {target['quick_duration_us']} us")
         else:
@@ -216,7 +218,7 @@ def render_text(report: dict[str, Any]) -> str:
     for item in report["msopprof"]:
         lines.append(f"msOpProf {item['kind']} {item['file']}: {item['content']}")
     for item in report["timelines"]:
-        lines.append(f"timeline {item['file']}: {item.get('events')} events, window {item.get('window')}, "
+        lines.append(f"timeline {item['file']}: {item.get('events')} events, window {item.get('window')}, lane model {item.get('lane_model')}, "
                      f"lanes {item.get('lanes')}, families {item.get('families')}")
     lines += [f"warning: {w}" for w in report["warnings"]]
     return "\n".join(lines) + "\n"

@@ -279,13 +279,6 @@ def read_trace(pieces: Iterable[tuple[str, str]], op_name: str | None = None, *,
     return Trace(window, how, out, names, model, note)
 
 
-def events_from_chrome(text: str, source: str, op_name: str) -> tuple[tuple[float, float], list[Event], dict]:
-    """Old interface kept for callers that only count lanes: ``(window as floats, events, lane names)``
-    of a trace whose window is the one event named ``op_name``. New code: :func:`read_trace`."""
-    trace = read_trace([(text, source)], op_name, require_target=True)
-    return (float(trace.window[0]), float(trace.window[1])), trace.events, trace.lane_names
-
-
 def _event(e: dict[str, Any], model: str, core: str, threads: dict, processes: dict) -> Event:
     pid, tid = e.get("pid"), e.get("tid")
     args = e.get("args") if isinstance(e.get("args"), dict) else {}
