@@ -1,7 +1,7 @@
 """Real profiler timelines and MIX / zero-time rows (#26 items 5-8), through the readers and the CLI.
 
 Every expected figure was computed by hand from the raw files (python's json with Decimal and a
-separate interval union, not our reader); the folders' PROVENANCE.md and ROWS.md name the
+separate interval union, not our reader); the folders' PROVENANCE.md and the corpus README name the
 sources. Trimming of the files: whole events / rows only.
 """
 
