@@ -31,7 +31,7 @@ from ..measure import correctness, evidence
 from .. import fsio
 from ..contract import manifest, protocol, schemas
 from ..errors import ContractError, PerftuneError
-from . import contract_history, remeasure, resimulate
+from . import contract_history, provenance, remeasure, resimulate
 from . import soundness as sound
 from . import stage5_evidence as ev, terminal_model
 
@@ -138,6 +138,7 @@ def gate_p2(ctx: Context) -> list[Finding]:
                            f"dispatch target {sorted(ctx.target_case_ids)}/{ctx.selection_mode} differs from "
                            f"the frozen optimization_target {sorted(man.target_case_ids)}/{man.selection_mode}"))
     out += [Finding("P2", cat, msg) for cat, msg in contract_history.problems(ctx.op_dir, ctx.inputs["manifest"])]
+    out += _provenance_findings("P2", provenance.p2_problems(ctx.op_dir, man))
     try:
         rounds = ctx.rounds
     except PerftuneError:
@@ -167,7 +168,12 @@ def gate_p3(ctx: Context) -> list[Finding]:
                            "final round measured other code than the delivered sources",
                            (final.collection["executable_sha256"], ctx.delivered_sha)))
     out += [Finding("P3", "performance_evidence_invalid", msg) for msg in ev.reused_samples(base, final)]
-    return out
+    problems, ctx.notes["provenance"] = provenance.p3_problems(ctx.op_dir, base, final)
+    return out + _provenance_findings("P3", problems)
+
+
+def _provenance_findings(gate: str, problems: list) -> list[Finding]:
+    return [Finding(gate, cat, msg, check=check, expected=exp, actual=act) for check, cat, msg, exp, act in problems]
 
 
 def gate_p4(ctx: Context) -> list[Finding]:
@@ -350,6 +356,7 @@ class Stage5Result:
     target_status: dict[str, Any]
     delivered_sha: str | None
     remeasure: dict[str, Any] | None = None
+    provenance: dict[str, Any] | None = None
 
     @property
     def categories(self) -> list[str]:
@@ -370,7 +377,8 @@ class Stage5Result:
                 "categories": self.categories, "primary_failure_category": self.primary,
                 "inputs": self.inputs, "target_status": self.target_status,
                 "delivered_executable_sha256": self.delivered_sha,
-                **({"remeasure": self.remeasure} if self.remeasure else {})}
+                **({"remeasure": self.remeasure} if self.remeasure else {}),
+                **({"provenance": self.provenance} if self.provenance else {})}
 
 
 def _stage4_rows(op_dir: Path) -> tuple[Any, list[dict[str, Any]], list[Finding]]:
@@ -411,14 +419,17 @@ def check(op_dir: str | Path, target_case_ids: list[str], selection_mode: str, *
     inputs = {**{f"stage4:{k}": v for k, v in stage4.inputs.items()}, **ctx.inputs}
     return Stage5Result(root.resolve().name, {"case_ids": list(target_case_ids), "selection_mode": selection_mode},
                         stage4, rows + p_rows, findings + p_findings, inputs,
-                        ctx.notes.get("target_status") or {}, delivered, ctx.notes.get("remeasure"))
+                        ctx.notes.get("target_status") or {}, delivered, ctx.notes.get("remeasure"),
+                        ctx.notes.get("provenance"))
 
 
 def render_text(result: Stage5Result, evidence_path: str) -> str:
     """The verifier's text verdict (PASS/FAIL template of the verifier agent)."""
     if result.verdict == "PASS":
+        origin = (result.provenance or {}).get("baseline_origin")
         return (f"Stage 5 verification PASSED.\nAll {len(result.gates)} checks passed.\n"
-                f"Evidence: {evidence_path}\n")
+                + (f"Baseline origin {origin}: {result.provenance['reason']}\n" if origin != "verified" and origin else "")
+                + f"Evidence: {evidence_path}\n")
     failed = [g["id"] for g in result.gates if g["status"] in ("FAIL", "blocked")]
     lines = ["Stage 5 verification FAILED.", f"Failed checks: {', '.join(failed)}",
              f"failure_category: {result.primary}", f"all categories: {', '.join(result.categories)}", "Evidence:"]
