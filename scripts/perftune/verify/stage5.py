@@ -240,9 +240,12 @@ def gate_p7(ctx: Context) -> list[Finding]:
 def gate_p8(ctx: Context) -> list[Finding]:
     man = _guard(ctx, "manifest", "stage5_contract_blocked")
     perf = _guard(ctx, "performance", "performance_evidence_invalid")
+    record = terminal_model.load_record(ctx.op_dir)
     return [Finding("P8", "performance_evidence_invalid", msg)
             for msg in ev.terminal_problems(ctx.op_dir, man, perf, ctx.delivered_sha)
-            + terminal_model.model_problems(man, terminal_model.load_record(ctx.op_dir))]
+            + terminal_model.model_problems(man, record)] + [
+        Finding("P8", cat, msg, check="P8.below_floor", expected=exp, actual=act)
+        for cat, msg, exp, act in terminal_model.floor_problems(man, record)]
 
 
 def gate_p9(ctx: Context) -> list[Finding]:
