@@ -31,7 +31,7 @@ from ..measure import correctness, evidence
 from .. import fsio
 from ..contract import manifest, protocol, schemas
 from ..errors import ContractError, PerftuneError
-from . import contract_history, provenance, remeasure, resimulate
+from . import cited_evidence, contract_history, provenance, remeasure, resimulate
 from . import soundness as sound
 from . import stage5_evidence as ev, terminal_model
 
@@ -123,10 +123,11 @@ def gate_p1(ctx: Context) -> list[Finding]:
                                (name,)))
     report = ctx.op_dir / protocol.PERFORMANCE_REPORT_MD
     if report.is_file() and not report.is_symlink():
-        for cited in sorted(set(_CITED.findall(report.read_text(encoding="utf-8", errors="replace")))):
-            problem = ev.citation_problem(ctx.op_dir, cited.rstrip(".,:;"))
-            if problem:
-                out.append(Finding("P1", "performance_evidence_invalid", problem, (cited,)))
+        raw = sorted(set(_CITED.findall(report.read_text(encoding="utf-8", errors="replace"))))
+        out += [Finding("P1", "performance_evidence_invalid", problem, (cited,)) for cited in raw
+                if (problem := ev.citation_problem(ctx.op_dir, cited.rstrip(".,:;")))]
+        out += [Finding("P1", "performance_evidence_invalid", msg, check="P1.cited_evidence")
+                for msg in cited_evidence.report_problems(ctx.op_dir, [c.rstrip(".,:;") for c in raw])]
     return out
 
 
@@ -138,7 +139,8 @@ def gate_p2(ctx: Context) -> list[Finding]:
                            f"dispatch target {sorted(ctx.target_case_ids)}/{ctx.selection_mode} differs from "
                            f"the frozen optimization_target {sorted(man.target_case_ids)}/{man.selection_mode}"))
     out += [Finding("P2", cat, msg) for cat, msg in contract_history.problems(ctx.op_dir, ctx.inputs["manifest"])]
-    out += _provenance_findings("P2", provenance.p2_problems(ctx.op_dir, man))
+    out += [Finding("P2", cat, msg, check=check, expected=exp, actual=act)
+            for check, cat, msg, exp, act in provenance.p2_problems(ctx.op_dir, man)]
     try:
         rounds = ctx.rounds
     except PerftuneError:
@@ -169,11 +171,7 @@ def gate_p3(ctx: Context) -> list[Finding]:
                            (final.collection["executable_sha256"], ctx.delivered_sha)))
     out += [Finding("P3", "performance_evidence_invalid", msg) for msg in ev.reused_samples(base, final)]
     problems, ctx.notes["provenance"] = provenance.p3_problems(ctx.op_dir, base, final)
-    return out + _provenance_findings("P3", problems)
-
-
-def _provenance_findings(gate: str, problems: list) -> list[Finding]:
-    return [Finding(gate, cat, msg, check=check, expected=exp, actual=act) for check, cat, msg, exp, act in problems]
+    return out + [Finding("P3", cat, msg, check=check, expected=exp, actual=act) for check, cat, msg, exp, act in problems]
 
 
 def gate_p4(ctx: Context) -> list[Finding]:
@@ -232,6 +230,8 @@ def gate_p7(ctx: Context) -> list[Finding]:
     _guard(ctx, "manifest", "stage5_contract_blocked")
     problems = ev.ledger_problems(ctx.op_dir)
     out = [Finding("P7", "performance_item_coverage_invalid", msg) for msg in problems]
+    out += [Finding("P7", "performance_item_coverage_invalid", msg, check="P7.cited_evidence")
+            for msg in cited_evidence.ledger_problems(ctx.op_dir)]
     out += [Finding("P7", "performance_item_coverage_invalid", msg)
             for msg in ev.selection_problems(ctx.op_dir, ctx.delivered_sha)]
     return out
@@ -429,10 +429,9 @@ def check(op_dir: str | Path, target_case_ids: list[str], selection_mode: str, *
 def render_text(result: Stage5Result, evidence_path: str) -> str:
     """The verifier's text verdict (PASS/FAIL template of the verifier agent)."""
     if result.verdict == "PASS":
-        origin = (result.provenance or {}).get("baseline_origin")
-        return (f"Stage 5 verification PASSED.\nAll {len(result.gates)} checks passed.\n"
-                + (f"Baseline origin {origin}: {result.provenance['reason']}\n" if origin != "verified" and origin else "")
-                + f"Evidence: {evidence_path}\n")
+        origin = (result.provenance or {}).get("baseline_origin", "verified")
+        return (f"Stage 5 verification PASSED.\nAll {len(result.gates)} checks passed.\n" + ("" if origin == "verified"
+                else f"Baseline origin {origin}: {result.provenance['reason']}\n") + f"Evidence: {evidence_path}\n")
     failed = [g["id"] for g in result.gates if g["status"] in ("FAIL", "blocked")]
     lines = ["Stage 5 verification FAILED.", f"Failed checks: {', '.join(failed)}",
              f"failure_category: {result.primary}", f"all categories: {', '.join(result.categories)}", "Evidence:"]
