@@ -53,3 +53,10 @@ def test_a_frozen_input_other_than_stage4s_blocks_the_contract(tmp_path):
     record.write_text(json.dumps({"files": {"SPEC.md": B}, "schema_version": 1}))
     found = provenance.frozen_input_problems(tmp_path)
     assert [(p[0], p[1]) for p in found] == [("P2.stage4_inputs", "stage5_contract_blocked")] and "SPEC.md" in found[0][2]
+
+
+def test_an_orchestrated_run_without_the_stage4_record_is_blocked(tmp_path):
+    (tmp_path / ".orchestrator_state.json").write_text("{}")
+    problems, note = provenance.baseline_problems(tmp_path, baseline(**{"test_op.py": A}))
+    assert [(p[0], p[1]) for p in problems] == [("P3.baseline_origin", "stage5_contract_blocked")]
+    assert note["baseline_origin"] == "unverified"

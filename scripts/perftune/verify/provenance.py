@@ -13,7 +13,9 @@ module_interfaces.yaml, ... When that record exists and says PASS (the last stag
   Stage 5 restarted from scratch, is ``stage5_contract_blocked`` here, not only in ``complete_stage 5``.
 
 Without the record (a standalone perf-tune run), or with one that does not say PASS, nothing is
-compared and the verdict's ``provenance`` says the baseline's origin is ``unverified``.
+compared and the verdict's ``provenance`` says the baseline's origin is ``unverified``; in an
+orchestrated run (``.orchestrator_state.json``) that is itself ``P3.baseline_origin``
+(``stage5_contract_blocked``): ``complete_stage 4`` needed the PASS record.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import fsio
-from ..contract import frozen_inputs, null_outputs
+from ..contract import frozen_inputs, null_outputs, protocol
 from ..measure import round_chain
 from ..errors import PerftuneError
 
@@ -50,7 +52,10 @@ def baseline_problems(op_dir: Path, baseline: dict[str, Any]) -> tuple[list[Prob
     """The baseline round's source files against Stage 4's record; the problems and the verdict's note."""
     validated, why = stage4_record(op_dir)
     if validated is None:
-        return [], {"baseline_origin": "unverified", "reason": why}
+        orchestrated = (Path(op_dir) / protocol.STATE_NAME).is_file()   # Stage 4 completed only with a PASS record
+        return ([("P3.baseline_origin", "stage5_contract_blocked", f"orchestrated run: {why}; complete_stage 4 needed "
+                  "that PASS record (restore it, never re-run Stage 4 on Stage 5's code)", "a PASS record", why)]
+                if orchestrated else []), {"baseline_origin": "unverified", "reason": why}
     out: list[Problem] = []
     unseen = []
     for rec in baseline.get("source_files") or []:
