@@ -268,7 +268,9 @@ def test_terminal_record_built_with_another_work_model_fails_p8(op):
 def test_attained_fraction_above_the_roof_fails_p8_naming_the_numbers(op):
     edit_json(op / "docs/perf/terminal_evidence.json",
               lambda t: t["cases"][0]["roofline_terminal"].update(attained_fraction=1.31))
-    assert_fails(op, "performance_evidence_invalid", "P8", "attained fraction 1.31 of the roof", "exceeds 1 + 0.2")
+    # the frozen work model is used: the model is not the cause, the code is (issue 28 item 9)
+    verdict = assert_fails(op, "cheating", "P8", "attained fraction 1.31 > 1 + 0.2")
+    assert [f["check"] for f in verdict["failures"] if f["gate"] == "P8"] == ["P8.below_floor"]
 
 
 @pytest.mark.parametrize("name, how", [("perf_report.md", "empty"), ("performance.log", "delete"),

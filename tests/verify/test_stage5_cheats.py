@@ -26,6 +26,7 @@ TARGET = ["r64_c4096_fp32", "r512_c1024_fp32", "r64_c4096_fp16", "r1024_c256_fp1
 TEST = "test_softmax.py"
 KERNEL_DEF = 'def softmax_kernel(x, out):\n'  # whichever version the demo delivered
 LAUNCH = "    softmax_kernel(x, out)\n    return out\n"
+SHIPPED = Path(__file__).resolve().parents[1] / "cheats" / "kernels"
 
 
 @pytest.fixture
@@ -156,11 +157,19 @@ def test_wrapper_computes_the_result_and_the_kernel_copies(op):
     assert_caught(verdict, "P10", "cheating", "work moved out of the timed op into softmax_wrapper")
 
 
+def _plant_shipped(op: Path, name: str) -> None:
+    """Replace the delivered kernel and wrapper (``def softmax_kernel`` up to ``def _assert_precision``) with
+    ``tests/cheats/kernels/<name>.py``: a cheat planted into a kernel the tests ship, never into a line of
+    whichever version the noisy demo delivered."""
+    text = (SHIPPED / f"{name}.py").read_text()
+    code = text[text.index('\n"""\n', 3) + 5:].lstrip("\n")
+    test = (op / TEST).read_text()
+    start, end = test.index("def softmax_kernel("), test.index("def _assert_precision(")
+    (op / TEST).write_text(test[:start] + code.rstrip("\n") + "\n\n\n" + test[end:])
+
+
 def test_second_launch_finishes_the_work_outside_the_timed_kernel(op):
-    edit(op / TEST, ('    np.multiply(work, inv, out=out, casting="same_kind")\n', "    _PENDING[:] = [work, inv]\n"),
-         (LAUNCH, "    softmax_kernel(x, out)\n    _finish(out)\n    return out\n"),
-         append=("\n\n_PENDING = []\n\n\ndef _finish(out):\n    work, inv = _PENDING\n"
-                 '    np.multiply(work, inv, out=out, casting="same_kind")\n'))
+    _plant_shipped(op, "deferred_finish")   # the wrapper finishes what the timed kernel left
     rerun_code(op)
     assert_caught(check(op, remeasure=True), "P10", "cheating", "work moved out of the timed op")
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import fsio
-from . import manifest, op_name, precision, protocol, work_model
+from . import manifest, null_outputs, op_name, precision, protocol, work_model
 from ..errors import ContractError
 
 HISTORY_DIR = "manifest_history"
@@ -121,6 +121,7 @@ def freeze(op_dir: str | Path, *, target_case_ids: list[str], selection_mode: st
         raise ContractError(out, "--replace", "there is no frozen manifest to replace", "drop --replace")
     obj, facts = build(root, target_case_ids=target_case_ids, selection_mode=selection_mode, proto=proto,
                        test_name=test_name)
+    null_outputs.refuse(root, obj)   # the precision gate must be able to fail (issue 28 item 8)
     replaced = _archive(root, replace, fsio.sha256_bytes(fsio.dumps(obj).encode()), at) if exists else None
     fsio.write_json(out, obj, overwrite=False)
     return out, obj, {"op_name_check": facts, "replaced": replaced}

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import evidence, fingerprint, scheduling
+from . import evidence, fingerprint, round_chain, scheduling
 from .. import fsio
 from ..contract import frozen_inputs, protocol, schemas
 from .backends import get_backend
@@ -292,7 +292,7 @@ def _finish(round_dir: Path, collection: dict[str, Any], failure: str | None) ->
         collection.update(status="failed", failure=failure)
     else:
         collection.update(status="complete", completed_cases=len(collection["expected_cases"]),
-                          evidence_seal=evidence.evidence_seal(round_dir))
+                          evidence_seal=evidence.evidence_seal(round_dir), previous_seal=round_chain.link(round_dir))
     evidence.write_collection(round_dir, collection)
     return {**collection, "round": round_dir.as_posix()}
 

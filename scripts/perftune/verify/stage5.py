@@ -31,7 +31,7 @@ from ..measure import correctness, evidence
 from .. import fsio
 from ..contract import manifest, protocol, schemas
 from ..errors import ContractError, PerftuneError
-from . import contract_history, remeasure, resimulate
+from . import cited_evidence, contract_history, provenance, remeasure, resimulate
 from . import soundness as sound
 from . import stage5_evidence as ev, terminal_model
 
@@ -123,10 +123,11 @@ def gate_p1(ctx: Context) -> list[Finding]:
                                (name,)))
     report = ctx.op_dir / protocol.PERFORMANCE_REPORT_MD
     if report.is_file() and not report.is_symlink():
-        for cited in sorted(set(_CITED.findall(report.read_text(encoding="utf-8", errors="replace")))):
-            problem = ev.citation_problem(ctx.op_dir, cited.rstrip(".,:;"))
-            if problem:
-                out.append(Finding("P1", "performance_evidence_invalid", problem, (cited,)))
+        raw = sorted(set(_CITED.findall(report.read_text(encoding="utf-8", errors="replace"))))
+        out += [Finding("P1", "performance_evidence_invalid", problem, (cited,)) for cited in raw
+                if (problem := ev.citation_problem(ctx.op_dir, cited.rstrip(".,:;")))]
+        out += [Finding("P1", "performance_evidence_invalid", msg, check="P1.cited_evidence")
+                for msg in cited_evidence.report_problems(ctx.op_dir, [c.rstrip(".,:;") for c in raw])]
     return out
 
 
@@ -138,6 +139,8 @@ def gate_p2(ctx: Context) -> list[Finding]:
                            f"dispatch target {sorted(ctx.target_case_ids)}/{ctx.selection_mode} differs from "
                            f"the frozen optimization_target {sorted(man.target_case_ids)}/{man.selection_mode}"))
     out += [Finding("P2", cat, msg) for cat, msg in contract_history.problems(ctx.op_dir, ctx.inputs["manifest"])]
+    out += [Finding("P2", cat, msg, check=check, expected=exp, actual=act)
+            for check, cat, msg, exp, act in provenance.p2_problems(ctx.op_dir, man)]
     try:
         rounds = ctx.rounds
     except PerftuneError:
@@ -167,7 +170,8 @@ def gate_p3(ctx: Context) -> list[Finding]:
                            "final round measured other code than the delivered sources",
                            (final.collection["executable_sha256"], ctx.delivered_sha)))
     out += [Finding("P3", "performance_evidence_invalid", msg) for msg in ev.reused_samples(base, final)]
-    return out
+    problems, ctx.notes["provenance"] = provenance.p3_problems(ctx.op_dir, base, final)
+    return out + [Finding("P3", cat, msg, check=check, expected=exp, actual=act) for check, cat, msg, exp, act in problems]
 
 
 def gate_p4(ctx: Context) -> list[Finding]:
@@ -226,6 +230,8 @@ def gate_p7(ctx: Context) -> list[Finding]:
     _guard(ctx, "manifest", "stage5_contract_blocked")
     problems = ev.ledger_problems(ctx.op_dir)
     out = [Finding("P7", "performance_item_coverage_invalid", msg) for msg in problems]
+    out += [Finding("P7", "performance_item_coverage_invalid", msg, check="P7.cited_evidence")
+            for msg in cited_evidence.ledger_problems(ctx.op_dir)]
     out += [Finding("P7", "performance_item_coverage_invalid", msg)
             for msg in ev.selection_problems(ctx.op_dir, ctx.delivered_sha)]
     return out
@@ -234,9 +240,12 @@ def gate_p7(ctx: Context) -> list[Finding]:
 def gate_p8(ctx: Context) -> list[Finding]:
     man = _guard(ctx, "manifest", "stage5_contract_blocked")
     perf = _guard(ctx, "performance", "performance_evidence_invalid")
+    record = terminal_model.load_record(ctx.op_dir)
     return [Finding("P8", "performance_evidence_invalid", msg)
             for msg in ev.terminal_problems(ctx.op_dir, man, perf, ctx.delivered_sha)
-            + terminal_model.model_problems(man, terminal_model.load_record(ctx.op_dir))]
+            + terminal_model.model_problems(man, record)] + [
+        Finding("P8", cat, msg, check="P8.below_floor", expected=exp, actual=act)
+        for cat, msg, exp, act in terminal_model.floor_problems(man, record)]
 
 
 def gate_p9(ctx: Context) -> list[Finding]:
@@ -350,6 +359,7 @@ class Stage5Result:
     target_status: dict[str, Any]
     delivered_sha: str | None
     remeasure: dict[str, Any] | None = None
+    provenance: dict[str, Any] | None = None
 
     @property
     def categories(self) -> list[str]:
@@ -370,7 +380,8 @@ class Stage5Result:
                 "categories": self.categories, "primary_failure_category": self.primary,
                 "inputs": self.inputs, "target_status": self.target_status,
                 "delivered_executable_sha256": self.delivered_sha,
-                **({"remeasure": self.remeasure} if self.remeasure else {})}
+                **({"remeasure": self.remeasure} if self.remeasure else {}),
+                **({"provenance": self.provenance} if self.provenance else {})}
 
 
 def _stage4_rows(op_dir: Path) -> tuple[Any, list[dict[str, Any]], list[Finding]]:
@@ -411,14 +422,16 @@ def check(op_dir: str | Path, target_case_ids: list[str], selection_mode: str, *
     inputs = {**{f"stage4:{k}": v for k, v in stage4.inputs.items()}, **ctx.inputs}
     return Stage5Result(root.resolve().name, {"case_ids": list(target_case_ids), "selection_mode": selection_mode},
                         stage4, rows + p_rows, findings + p_findings, inputs,
-                        ctx.notes.get("target_status") or {}, delivered, ctx.notes.get("remeasure"))
+                        ctx.notes.get("target_status") or {}, delivered, ctx.notes.get("remeasure"),
+                        ctx.notes.get("provenance"))
 
 
 def render_text(result: Stage5Result, evidence_path: str) -> str:
     """The verifier's text verdict (PASS/FAIL template of the verifier agent)."""
     if result.verdict == "PASS":
-        return (f"Stage 5 verification PASSED.\nAll {len(result.gates)} checks passed.\n"
-                f"Evidence: {evidence_path}\n")
+        origin = (result.provenance or {}).get("baseline_origin", "verified")
+        return (f"Stage 5 verification PASSED.\nAll {len(result.gates)} checks passed.\n" + ("" if origin == "verified"
+                else f"Baseline origin {origin}: {result.provenance['reason']}\n") + f"Evidence: {evidence_path}\n")
     failed = [g["id"] for g in result.gates if g["status"] in ("FAIL", "blocked")]
     lines = ["Stage 5 verification FAILED.", f"Failed checks: {', '.join(failed)}",
              f"failure_category: {result.primary}", f"all categories: {', '.join(result.categories)}", "Evidence:"]

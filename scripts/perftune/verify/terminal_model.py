@@ -53,9 +53,28 @@ def model_problems(man: manifest_mod.Manifest, record: dict[str, Any]) -> list[s
             if roof.get(key) != getattr(work, attr):
                 out.append(f"case {case.id}: {key} {roof.get(key)} != {getattr(work, attr)} recomputed from the "
                            "frozen work model")
+    return out
+
+
+def floor_problems(man: manifest_mod.Manifest, record: dict[str, Any]) -> list[tuple[str, str, str, str]]:
+    """(category, message, expected, actual) per case measured faster than the floor (attained fraction above
+    ``1 + roofline.ATTAINED_TOLERANCE``). With the frozen work model's hash and counts the model is not the
+    cause: the delivered code skips necessary work or its timing is not the call's (``cheating``); with
+    another model the record is wrong (``performance_evidence_invalid``, reported by :func:`model_problems`)."""
+    trusted = bool(record) and not model_problems(man, record)
+    out = []
+    for entry in record.get("cases", []) if record else []:
+        roof = entry.get("roofline_terminal") or {}
         attained = roof.get("attained_fraction")
-        if isinstance(attained, (int, float)) and attained > 1 + roofline.ATTAINED_TOLERANCE:
-            out.append(f"case {case.id}: attained fraction {attained} of the roof (roof {roof.get('roof_us')} us, "
-                       f"measured {roof.get('measured_us')} us) exceeds 1 + {roofline.ATTAINED_TOLERANCE}: the work "
-                       "model or the platform roof is wrong")
+        if not (isinstance(attained, (int, float)) and attained > 1 + roofline.ATTAINED_TOLERANCE):
+            continue
+        head = (f"case {entry.get('case')}: measured {roof.get('measured_us')} us is below the floor of the frozen work "
+                f"model on the platform roof ({roof.get('roof_us')} us; attained fraction {attained} > 1 + "
+                f"{roofline.ATTAINED_TOLERANCE})")
+        expected, actual = f"measured >= roof {roof.get('roof_us')} us / {1 + roofline.ATTAINED_TOLERANCE}", \
+            f"measured {roof.get('measured_us')} us"
+        out.append(("cheating", f"{head}: the delivered code does less than the necessary work on the timed calls "
+                    "(a result cache, a skipped computation) or its timing is not the call's", expected, actual)
+                   if trusted else ("performance_evidence_invalid", f"{head}: the terminal record's work model is not "
+                                    "the frozen one", expected, actual))
     return out

@@ -1,0 +1,194 @@
+"""The real Stage 5 pipeline on a small operator the tests ship, with the points where a cheat is planted.
+
+The operator: ``examples/softmax`` with one P0 case (``r64_c4096_fp32``) and empty preset sources
+(only its two KB obligations remain in the ledger), Stage 4 checked first (``validate_stage.py 4``
+writes ``docs/stages/stage4_check.json``, the record of the code Stage 4 delivered). Then the SKILL's
+steps through the scripts (README.md of this folder): freeze, golden, platform probe, correctness,
+baseline round, ledger, v000, optionally one experiment v001 (a kernel file of this folder), sweep,
+choose, the final paired round, compare, confirm, terminal evidence, report. Each plant action runs
+at one of :data:`POINTS`; :func:`apply` is the action vocabulary.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+from conftest import EXAMPLE, run_script
+
+HERE = Path(__file__).resolve().parent
+CASE = "r64_c4096_fp32"
+TEST = "test_softmax.py"
+KERNEL = re.compile(r"^def softmax_kernel\(.*?(?=^def _assert_precision\()", re.M | re.S)
+INDEX = "| id | title | lifecycle | optimization_eligible | file |\n|----|----|----|----|----|\n"
+KB_ITEMS = ("kb-softmax-output-by-kernel", "kb-softmax-accum-fp32")
+POINTS = ("before_stage4", "before_freeze", "after_freeze", "before_baseline", "after_baseline", "before_final", "after_delivery")
+
+
+def run(op: Path, script: str, *args, ok=(0,)) -> dict:
+    proc = run_script(script, *args, "--json", cwd=op)
+    assert proc.returncode in ok, f"{script} {args[:1]} exit {proc.returncode}: {proc.stderr[-800:]}"
+    return json.loads(proc.stdout) if proc.stdout.strip() else {}
+
+
+def small_softmax(folder: Path) -> Path:
+    """examples/softmax with one P0 case and empty preset sources (only the KB obligations remain)."""
+    op = folder / "softmax"
+    shutil.copytree(EXAMPLE, op, ignore=shutil.ignore_patterns("__pycache__", "docs", "variants"))
+    spec = op / "SPEC.md"
+    spec.write_text(re.sub(r"^(\| (?!r64_c4096_fp32 )r\w+ \|[^|]+\|[^|]+\|) yes \|", r"\1 no |",
+                           spec.read_text(), flags=re.M))
+    for name in ("general-methods", "knowledge-cards", "templates"):
+        shutil.rmtree(op / "sources" / name)
+        (op / "sources" / name).mkdir(parents=True)
+        (op / "sources" / name / "INDEX.md").write_text(INDEX)
+    return op
+
+
+def kernel_source(name: str) -> str:
+    """The ``softmax_kernel`` function of ``<name>.py`` in this folder (below its header docstring)."""
+    text = (HERE / "kernels" / f"{name}.py").read_text()
+    return text[text.index("\n\"\"\"\n", 3) + 5:].lstrip("\n") if text.startswith('"""') else text
+
+
+def plant_kernel(op: Path, name: str) -> None:
+    """Replace the delivered ``softmax_kernel`` and ``softmax_wrapper`` (the code between ``def softmax_kernel``
+    and ``def _assert_precision``) with the kernel file's code."""
+    text = (op / TEST).read_text()
+    assert KERNEL.search(text), "softmax_kernel ... _assert_precision not found"
+    (op / TEST).write_text(KERNEL.sub(lambda _m: kernel_source(name).rstrip("\n") + "\n\n\n", text, count=1))
+
+
+def rounds(op: Path) -> list[str]:
+    return sorted(p.name for p in (op / "docs/perf").glob("round_*"))
+
+
+def _formal(op: Path, paired: bool = True) -> str:
+    extra = ("--paired-with", "docs/perf/versions/v000") if paired else ()
+    return Path(run(op, "collect_perf.py", "formal", "--op-dir", op, *extra)["round"]).name
+
+
+def apply(op: Path, action: dict[str, Any], state: dict[str, Any]) -> None:
+    """One plant action (README.md lists them)."""
+    if "edit" in action:
+        path = op / action["edit"]
+        text = path.read_text()
+        for old, new in action.get("replace", []):
+            assert old in text, (action["edit"], old)
+            text = text.replace(old, new)
+        path.write_text(text + action.get("append", ""))
+    elif "kernel" in action:
+        plant_kernel(op, action["kernel"])
+    elif "restore" in action:
+        shutil.copy2(state["stage4"] / action["restore"], op / action["restore"])
+    elif "json_set" in action:
+        path = op / action["json_set"]
+        obj = json.loads(path.read_text())
+        target = obj
+        for key in action["path"][:-1]:
+            target = target[key]
+        target[action["path"][-1]] = action["value"]
+        path.write_text(json.dumps(obj, indent=2, sort_keys=True))
+    elif action.get("run") == "stage4_check":
+        run(op, "validate_stage.py", "4", "--op-dir", op)
+    elif action.get("run") == "record_frozen_inputs":   # the library's own function, as an agent would call it
+        from perftune.contract import frozen_inputs
+        (op / "FROZEN_INPUTS.json").unlink()
+        frozen_inputs.record(op)
+    elif "collect_final" in action:
+        state["extra_finals"] = [_formal(op) for _ in range(int(action["collect_final"]))]
+    elif "delete_rounds" in action:
+        for name in action["delete_rounds"]:
+            shutil.rmtree(op / "docs/perf" / name)
+    elif "deliver_round" in action:
+        final = state["extra_finals"][action["deliver_round"]] if isinstance(action["deliver_round"], int) \
+            else action["deliver_round"]
+        finish(op, state, final)
+    elif "restart" in action:
+        for name in ("docs/perf", "PERFORMANCE_CASES.json", "FROZEN_INPUTS.json", "GOLDEN_PERF_REPORT.json",
+                     "GOLDEN_PERF_REPORT.md"):
+            target = op / name
+            shutil.rmtree(target) if target.is_dir() else target.unlink(missing_ok=True)
+        deliver(op, state["plants"], restart=dict(action["restart"] or {}), stage4=False)
+    else:
+        raise AssertionError(f"unknown plant action {action}")
+
+
+def _at(op: Path, point: str, state: dict[str, Any]) -> None:
+    for action in state["plants"].get(point, []):
+        apply(op, action, state)
+
+
+def freeze_args(op: Path, restart: dict[str, Any]) -> tuple[str, ...]:
+    return ("freeze", "--op-dir", op, "--target-case-ids", CASE, "--selection-mode", "single_p0", "--backend", "cpu",
+            "--op-name", "softmax_kernel", "--warmup", "1", "--noise-band", "0.05",
+            "--repeats", str(restart.get("repeats", 5)))
+
+
+def deliver(op: Path, plants: dict[str, list], *, experiment: str | None = None, restart: dict | None = None,
+            stage4: bool = True) -> dict[str, Any]:
+    """Stage 4 check, then the perf-tune procedure; ``plants`` maps a point of :data:`POINTS` to actions."""
+    state: dict[str, Any] = {"plants": plants if restart is None else {}, "stage4": op.parent / "stage4_copy"}
+    if stage4:
+        _at(op, "before_stage4", state)
+        run(op, "validate_stage.py", "4", "--op-dir", op)
+        shutil.copytree(op, state["stage4"], ignore=shutil.ignore_patterns("__pycache__", "docs"))
+    _at(op, "before_freeze", state)
+    run(op, "freeze_cases.py", *freeze_args(op, restart or {}))
+    _at(op, "after_freeze", state)
+    run(op, "collect_golden_reference.py", "softmax_golden.py", "--function", "softmax_golden", "--factory",
+        "golden_cases", "--case-manifest", "PERFORMANCE_CASES.json", "--output-dir", ".", "--device", "0",
+        "--warmup", "1", "--repeats", "5", "--seed", "42", "--backend", "cpu")
+    run(op, "terminal_evidence.py", "probe", "--output", "docs/perf/platform_cpu.json")
+    _at(op, "before_baseline", state)
+    run_id = run(op, "check_correctness.py", "--op-dir", op)["run_id"]
+    state["base"] = base = _formal(op, paired=False)
+    _at(op, "after_baseline", state)
+    run(op, "ledger.py", "init", "--op-dir", op, "--actor", "test")
+    for item in KB_ITEMS:
+        run(op, "ledger.py", "update", "--op-dir", op, "--actor", "test", "--item", item, "--status",
+            "already_implemented", "--note", "the baseline meets it (KB_USAGE.json)", "--code-ref",
+            TEST, "--correctness", run_id, "--formal", base)
+    run(op, "select_best.py", "record", "--op-dir", op, "--version-id", "v000", "--round", base,
+        "--correctness", run_id, "--compliance", "stage4 gates PASS")
+    if experiment:
+        _experiment(op, experiment, base)
+    run(op, "ledger.py", "sweep", "--op-dir", op, "--actor", "test", "--scope", "the P0 case", "--examined",
+        "docs/perf/ledger.json")
+    run(op, "select_best.py", "choose", "--op-dir", op)
+    _at(op, "before_final", state)
+    finish(op, state, _formal(op))
+    _at(op, "after_delivery", state)
+    return state
+
+
+def _experiment(op: Path, kernel: str, base: str) -> None:
+    """One experiment as the SKILL runs it: a derived ledger item, the new kernel, its paired round, v001."""
+    run(op, "ledger.py", "add", "--op-dir", op, "--actor", "test", "--item-id", "bn-kernel", "--title",
+        f"kernel {kernel}", "--evidence-file", f"docs/perf/{base}/collection.json", "--expected-metric",
+        "speedup > 1.05", "--hypothesis", "fewer passes over the row; risk: precision; stop: slower")
+    plant_kernel(op, kernel)
+    run_id = run(op, "check_correctness.py", "--op-dir", op)["run_id"]
+    ranking = _formal(op)
+    run(op, "ledger.py", "update", "--op-dir", op, "--actor", "test", "--item", "bn-kernel", "--status", "accepted",
+        "--note", f"{kernel} measured in {ranking}", "--code-ref", TEST, "--correctness", run_id, "--formal", ranking)
+    run(op, "select_best.py", "record", "--op-dir", op, "--version-id", "v001", "--round", ranking, "--items",
+        "bn-kernel", "--correctness", run_id, "--compliance", "stage4 gates PASS")
+
+
+def finish(op: Path, state: dict[str, Any], final: str) -> None:
+    """Compare the baseline with ``final``, confirm it, build the terminal evidence and the report."""
+    run(op, "compare_perf.py", "formal", "--op-dir", op, "--baseline", state["base"], "--candidate", final, ok=(0, 1))
+    run(op, "select_best.py", "confirm", "--op-dir", op, "--final-round", final, ok=(0, 1))
+    run(op, "terminal_evidence.py", "build", "--op-dir", op, "--round", final)
+    run(op, "perf_report.py", "--op-dir", op)
+
+
+def check(op: Path, *, remeasure: bool = True) -> tuple[int, dict]:
+    proc = run_script("stage5_check.py", "--op-dir", op, "--target-case-ids", CASE, "--selection-mode", "single_p0",
+                      "--json", "--remeasure" if remeasure else "--no-remeasure")
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return proc.returncode, json.loads(proc.stdout)

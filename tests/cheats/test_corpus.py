@@ -1,0 +1,69 @@
+"""The cheat corpus (issue 28 item 13): every ``tests/cheats/*.yaml`` cheat FAILS with its check and
+category, its legal twin PASSES, each re-run through the real pipeline (pipeline.py) on the small
+operator the tests ship, so the evidence is self-consistent. Never a message substring: the check id
+(or its gate, for checks whose ids are still the gate's) and the category. README.md: how to add one.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+import cheat_pipeline as pipeline
+
+CORPUS = sorted(pipeline.HERE.glob("*.yaml"))
+KEYS = {"id", "class", "what", "catch", "cheat", "twin"}
+_VERDICTS: dict[str, tuple[int, dict]] = {}
+
+
+def load(path: Path) -> dict:
+    entry = yaml.safe_load(path.read_text())
+    assert set(entry) == KEYS and entry["id"] == path.stem, (path.name, sorted(entry))
+    for arm in ("cheat", "twin"):
+        unknown = set(entry[arm].get("plants") or {}) - set(pipeline.POINTS)
+        assert not unknown, (path.name, arm, unknown)
+    return entry
+
+
+def verdict(arm: dict, folder: Path) -> tuple[int, dict]:
+    """Deliver the small operator with the arm's plants (and experiment) and run stage5_check; arms
+    with the same plants share one run (twins repeat)."""
+    key = json.dumps({k: arm.get(k) for k in ("plants", "experiment")}, sort_keys=True)
+    if key not in _VERDICTS:
+        op = pipeline.small_softmax(folder)
+        pipeline.deliver(op, arm.get("plants") or {}, experiment=arm.get("experiment"))
+        _VERDICTS[key] = pipeline.check(op)
+    return _VERDICTS[key]
+
+
+def test_every_corpus_entry_is_well_formed_and_names_its_kernel_files():
+    assert len(CORPUS) >= 8
+    for path in CORPUS:
+        entry = load(path)
+        for arm in ("cheat", "twin"):
+            text = json.dumps(entry[arm])
+            for name in [entry[arm].get("experiment")] + [a.get("kernel") for acts in
+                                                           (entry[arm].get("plants") or {}).values() for a in acts]:
+                assert name is None or (pipeline.HERE / "kernels" / f"{name}.py").is_file(), (path.name, name)
+            assert text != json.dumps(entry["cheat" if arm == "twin" else "twin"]), path.name
+
+
+@pytest.mark.parametrize("path", CORPUS, ids=lambda p: p.stem)
+def test_the_cheat_fails_with_its_check_and_category(path, tmp_path):
+    entry = load(path)
+    code, found = verdict(entry["cheat"], tmp_path)
+    want = entry["catch"]
+    assert found["verdict"] == "FAIL", found["gates"]
+    hits = [f for f in found["failures"] if want["check"] in (f["check"], f["gate"]) and f["category"] == want["category"]]
+    assert hits, (want, [(f["check"], f["category"]) for f in found["failures"]])
+    assert want["category"] in found["categories"] and code in (1, 2)
+
+
+@pytest.mark.parametrize("path", CORPUS, ids=lambda p: p.stem)
+def test_the_legal_twin_passes(path, tmp_path):
+    code, found = verdict(load(path)["twin"], tmp_path)
+    assert (code, found["verdict"], found["failures"]) == (0, "PASS", []), found["failures"]
+    assert found["remeasure"]["status"] == "run"
