@@ -13,12 +13,20 @@ function that, given the manifest cases, returns ``(case_id, args, kwargs)`` per
    input, so it must be listed in ``FROZEN_INPUTS.json`` (recorded at freeze) with its current sha256.
 
 Anything else raises a ContractError naming the file and the fix (run step ``golden``).
+
+:func:`load_callable` imports a function of that module (its folder on ``sys.path``) and
+:func:`seed_all` seeds ``random`` and numpy with the frozen seed before the factory runs.
 """
 
 from __future__ import annotations
 
+import importlib.util
+import random
+import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .. import fsio
 from ..errors import ContractError, PerftuneError
@@ -73,3 +81,27 @@ def resolve(op_dir: str | Path) -> GoldenSource:
     if report.exists() or report.is_symlink():
         return _from_report(root, report)
     return _from_frozen_record(root)
+
+
+def load_callable(path: Path, name: str, flag: str) -> Callable[..., Any]:
+    """Import ``path`` (its folder on sys.path) and return its function ``name``."""
+    folder = str(path.resolve().parent)
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    if spec is None or spec.loader is None:
+        raise ContractError(path, "-", "cannot import the golden module", "pass a .py file")
+    module = sys.modules.get(path.stem) or importlib.util.module_from_spec(spec)
+    if path.stem not in sys.modules:
+        sys.modules[path.stem] = module
+        spec.loader.exec_module(module)
+    function = getattr(module, name, None)
+    if not callable(function):
+        raise ContractError(path, flag, f"{name!r} is not a function of the golden module", "name an existing function")
+    return function
+
+
+def seed_all(seed: int = protocol.SEED) -> None:
+    random.seed(seed)
+    import numpy
+    numpy.random.seed(seed)

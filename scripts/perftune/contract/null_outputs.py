@@ -68,7 +68,7 @@ def _factory(op_dir: Path) -> tuple[Path, str] | None:
 
 def check_manifest(op_dir: Path, raw: dict[str, Any]) -> list[tuple[str, str, list[str]]]:
     """(case id, dtype, accepted nulls) per P0 case whose gate accepts one (run in the child process)."""
-    from . import golden
+    from . import golden_source as golden
     gate, found = raw.get("precision_gate") or {}, _factory(op_dir)
     ref = gate.get("reference") or {}
     if not found or not ref.get("function") or not ref.get("path"):

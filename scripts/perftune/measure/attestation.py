@@ -102,7 +102,7 @@ def input_key(record: dict[str, Any]) -> list[tuple]:
 
 def rebuild_golden_inputs(golden: Path, factory: str, manifest_path: Path) -> dict[str, list[dict[str, Any]]]:
     """Inputs the golden factory builds with seed 42, described per case (run in a subprocess)."""
-    from . import golden_timing as golden_mod
+    from ..contract import golden_source as golden_mod
     from ..contract.manifest import load_manifest
     manifest = load_manifest(manifest_path, check_schema=False)
     golden_mod.seed_all()

@@ -21,34 +21,12 @@ from typing import Any
 
 from .. import fsio
 from ..contract import protocol
+from ..contract.golden_source import load_callable, seed_all
 from ..contract.golden import build_report, check_settings, parse_report, render_markdown
 from ..contract.manifest import Manifest, load_manifest
 from ..errors import ContractError, EnvError
 from ..profiler import kernel_details
 
-
-def load_callable(path: Path, name: str, flag: str) -> Callable[..., Any]:
-    """Import ``path`` (its folder on sys.path) and return its function ``name``."""
-    folder = str(path.resolve().parent)
-    if folder not in sys.path:
-        sys.path.insert(0, folder)
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    if spec is None or spec.loader is None:
-        raise ContractError(path, "-", "cannot import the golden module", "pass a .py file")
-    module = sys.modules.get(path.stem) or importlib.util.module_from_spec(spec)
-    if path.stem not in sys.modules:
-        sys.modules[path.stem] = module
-        spec.loader.exec_module(module)
-    function = getattr(module, name, None)
-    if not callable(function):
-        raise ContractError(path, flag, f"{name!r} is not a function of the golden module", "name an existing function")
-    return function
-
-
-def seed_all(seed: int = protocol.SEED) -> None:
-    random.seed(seed)
-    import numpy
-    numpy.random.seed(seed)
 
 
 def time_cpu(function: Callable[..., Any], args: tuple, kwargs: dict, warmup: int, repeats: int) -> list[float]:

@@ -19,8 +19,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from . import golden_timing as golden_mod
 from ..contract import golden_source
+
 from ..errors import ContractError
 from . import attestation
 
@@ -32,8 +32,8 @@ def factory_case(op_dir: Path, manifest, case_id: str) -> tuple[tuple, dict, dic
     call, as the golden collector and the verifier's rebuild do) and where the factory came from.
     Call before the test module runs. Raises a ContractError when no factory can be trusted."""
     source = golden_source.resolve(op_dir)
-    factory = golden_mod.load_callable(source.path, source.factory, "golden_source.factory")
-    golden_mod.seed_all()
+    factory = golden_source.load_callable(source.path, source.factory, "golden_source.factory")
+    golden_source.seed_all()
     for cid, args, kwargs in factory([dict(c) for c in manifest.raw["cases"]]):
         if str(cid) == case_id:
             return tuple(args), dict(kwargs), source.as_dict(op_dir)
