@@ -306,6 +306,22 @@ class RoundEvidence:
     def paired(self) -> bool:
         return "paired" in self.collection
 
+    @property
+    def partner(self) -> dict[str, Any] | None:   # paired: {baseline_version, baseline_executable_sha256, order}
+        return self.collection.get("paired")
+
+    @property
+    def protocol(self) -> dict[str, Any]:           # as recorded; empty when the round recorded none
+        return self.collection.get("protocol") or {}
+
+    @property
+    def executable_sha256(self) -> str:
+        return self.collection["executable_sha256"]
+
+    @property
+    def environment(self) -> dict[str, Any] | None:  # measure.fingerprint; None when absent
+        return self.collection.get("environment")
+
 
 def list_rounds(op_dir: str | Path) -> list[dict[str, Any]]:
     """Every ``round_NNN`` with its id/status/mode (``None`` when collection.json is unreadable)."""

@@ -78,8 +78,9 @@ class Stage4Result:
         return [{"id": g.id, "name": g.name, "status": g.status, "detail": g.reason} for g in self.gates]
 
     def findings(self) -> list[dict]:
-        """FAIL/blocked gates as ``{gate, category, message, evidence[str]}`` (stage5_check failures)."""
-        return [{"gate": g.id, "category": g.category, "message": g.reason,
+        """FAIL/blocked gates as ``{gate, category, message, expected, actual, evidence[str]}`` (stage5_check
+        failures: ``expected`` is the gate's rule, ``actual`` its reason)."""
+        return [{"gate": g.id, "category": g.category, "message": g.reason, "expected": g.name, "actual": g.reason,
                  "evidence": [str(e) for e in g.evidence]} for g in self.gates if g.category]
 
     def as_dict(self) -> dict:

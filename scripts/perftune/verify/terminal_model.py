@@ -56,6 +56,6 @@ def model_problems(man: manifest_mod.Manifest, record: dict[str, Any]) -> list[s
         attained = roof.get("attained_fraction")
         if isinstance(attained, (int, float)) and attained > 1 + roofline.ATTAINED_TOLERANCE:
             out.append(f"case {case.id}: attained fraction {attained} of the roof (roof {roof.get('roof_us')} us, "
-                       f"measured {roof.get('measured_us')} us) exceeds 1 + {roofline.ATTAINED_TOLERANCE}: the work "
-                       "model or the platform roof is wrong")
+                       f"measured {roof.get('measured_us')} us) exceeds 1 + {roofline.ATTAINED_TOLERANCE}: the timed "
+                       "code skips necessary work, or the work model or the platform roof is wrong")
     return out
