@@ -57,8 +57,8 @@ def test_formal_round_complete_valid_and_recomputable(op_dir):
             schemas.validate(json.loads((repeat / "evidence_status.json").read_text()), "evidence_status")
             assert "returncode: 0" in (repeat / "collection.log").read_text()
             header, row = (repeat / "samples.csv").read_text().splitlines()
-            assert header == "repeat,case_id,op_name,duration_us,calls,process" and row.endswith(
-                ",softmax_kernel," + row.split(",")[3] + ",1,0")
+            assert header == "format_version,repeat,case_id,op_name,duration_us,calls,process" and row.endswith(
+                ",softmax_kernel," + row.split(",")[4] + ",1,0") and row.startswith("1,")
         assert loaded.cases[case_id].samples_us == measurement["duration_samples_us"]
         assert measurement["aggregate_us"] == sorted(measurement["duration_samples_us"])[1]  # median of 3
     assert evidence.find_round(op_dir, collection["collection_id"]) == round_dir.resolve()

@@ -419,7 +419,7 @@ def _quick_samples(root: Path, quick: Mapping[str, Any], source: Path) -> dict[s
 def load_quick_compare(op_dir: str | Path, baseline_ref: str, quick_ref: str,
                        scope: list[str] | None = None) -> tuple[dict[str, Any], Path]:
     """The quick-vs-baseline dict (``never_ranks: true``) and where it belongs (inside the quick dir)."""
-    from ..measure import evidence
+    from ..measure import evidence, evidence_format
     root = Path(op_dir)
     man, record = _load_manifest(root)
     man, _ = calibration.apply(root, man)
@@ -427,6 +427,7 @@ def load_quick_compare(op_dir: str | Path, baseline_ref: str, quick_ref: str,
     folder = _find_quick(root, quick_ref)
     path = folder / protocol.QUICK_NAME
     quick = fsio.read_json(path, what="quick_performance.json")
+    evidence_format.format_version(path, quick, protocol.QUICK_NAME)
     schemas.validate(quick, "quick_performance", path)
     check_quick(man, record["sha256"], base, quick)
     result = build_quick(task=root.resolve().name, manifest=man, baseline=base, quick=quick,
