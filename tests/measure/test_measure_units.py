@@ -139,11 +139,11 @@ def test_samples_csv_parser_accepts_one_row_and_refuses_the_rest():
 
 
 def test_samples_csv_carries_its_format_version_and_an_unknown_one_is_refused():
-    text = "format_version,repeat,case_id,op_name,duration_us,calls,process\n1,7,a,k,12.500,1,3\n"
+    text = "repeat,case_id,op_name,duration_us,calls,process,format_version\n7,a,k,12.500,1,3,1\n"
     assert cpu.parse_samples_text(text, "k") == base.RepeatResult(12.5, 1, None, ("samples.csv",), 3)
     for bad in ("2", "x", ""):
         with pytest.raises(ContractError) as info:
-            cpu.parse_samples_text(text.replace("\n1,7,", f"\n{bad},7,"), "k")
+            cpu.parse_samples_text(text.replace(",3,1\n", f",3,{bad}\n"), "k")
         assert info.value.field == "format_version" and "unknown evidence format version" in info.value.line()
 
 

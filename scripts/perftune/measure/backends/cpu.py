@@ -4,7 +4,7 @@ A case's ``repeats`` are spread over ``processes`` fresh runner processes (``cpu
 frozen ``protocol.processes``; each process does its own warm-ups, then ``repeats/processes``
 timed calls; process p measures repeats ``p·k+1 … (p+1)·k``). This parent turns the runners'
 samples into the raw evidence of each ``repeat_NNN/``: ``samples.csv`` (one row: ``repeat,case_id,
-``format_version,repeat,case_id,op_name,duration_us,calls,process``; format version 0,
+``repeat,case_id,op_name,duration_us,calls,process,format_version``; format version 0,
 docs/architecture.md, has no ``format_version`` column and maybe no ``process`` column), ``collection.log`` (argv, return code, stdout, stderr of the process that
 measured it) and ``evidence_status.json``. ``read_repeat`` re-derives the duration and the process
 index from ``samples.csv`` alone. Durations are written with 3 decimals of microseconds, i.e. the
@@ -30,8 +30,8 @@ from ..attestation import ATTESTATION_JSON
 from .base import Backend, RepeatResult, RunSpec, marker_lines, repeat_dir_name, run_logged, runner_env, write_evidence_status
 
 SAMPLES_CSV = "samples.csv"
-COLUMNS = ("format_version", "repeat", "case_id", "op_name", "duration_us", "calls", "process")
-HEADERS_V0 = (COLUMNS[1:], COLUMNS[1:-1])  # format version 0: with the process column, or from before it
+COLUMNS = ("repeat", "case_id", "op_name", "duration_us", "calls", "process", "format_version")
+HEADERS_V0 = (COLUMNS[:-1], COLUMNS[:-2])  # format version 0: with the process column, or from before it
 _REPEAT_RE = re.compile(r"^repeat_(\d+)$")
 MAX_SAMPLES_BYTES = 1 << 20
 
@@ -80,8 +80,8 @@ class CpuBackend(Backend):
                       process: int = 0) -> RepeatResult:
         folder.mkdir(parents=True, exist_ok=True)
         duration = f"{int(sample['duration_ns']) / 1000:.3f}"
-        row = [str(protocol.EVIDENCE_FORMAT_VERSION), str(number), case.id, spec.op_name, duration,
-               str(int(sample["calls"])), str(process)]
+        row = [str(number), case.id, spec.op_name, duration, str(int(sample["calls"])), str(process),
+               str(protocol.EVIDENCE_FORMAT_VERSION)]
         fsio.write_text(folder / SAMPLES_CSV, ",".join(COLUMNS) + "\n" + _csv_line(row))
         fsio.write_text(folder / "collection.log", log)
         if "attestation" in sample:  # what the timed call received (measure/attestation.py)
