@@ -62,7 +62,8 @@ def forge_final(op: Path, factor: float) -> None:
 
 # gate -> (how the deliverable is broken, extra stage5_check flags, the check, a needle of expected, of actual)
 BREAKS = {
-    "IN": (lambda op: (op / ".orchestrator_state.json").write_text("{}"), (), "IN.stage_inputs", "", ""),
+    "IN": (lambda op: ((op / ".orchestrator_state.json").write_text("{}"), (op / "EXPLORE_REPORT.md").unlink()), (),
+           "IN.stage_inputs", "Stage 1-4 input", "EXPLORE_REPORT.md"),
     "S4": (lambda op: (op / "test_softmax.py").write_text((op / "test_softmax.py").read_text()
                                                           + '\nDEVICE = "npu:1"\n'), (), "S4.device", "no hard-coded",
            "npu:1"),
@@ -82,9 +83,9 @@ BREAKS = {
            "P7.selection", "recomputed choice", "v999"),
     "P8": (lambda op: (op / "docs/perf/terminal_evidence.json").unlink(), (), "P8.terminal_evidence",
            "evaluable terminal evidence", "terminal_evidence.json"),
-    "P9": (lambda op: (op / "softmax_golden_cpu.py").write_text((op / "softmax_golden_cpu.py").read_text()
-                                                                + "\n# loosened\n"), (), "P9.precision_gate",
-           "frozen precision gate", "changed after freeze"),
+    "P9": (lambda op: ((op / "softmax_golden_cpu.py").write_text((op / "softmax_golden_cpu.py").read_text()
+                                                                 + "\n# loosened\n"), (op / "FROZEN_INPUTS.json").unlink()),
+           (), "P9.precision_gate", "frozen precision gate", "changed after freeze"),  # as test_stage5_cheats does
     "P10": (lambda op: forge_final(op, 0.3), ("--remeasure",), "P10.reproduced", "reproduced", "re-measured"),
 }
 
