@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""stage5-check: verify a Stage 5 deliverable from raw evidence (Stage 4 static gates + P1-P8).
+"""stage5-check: verify a Stage 5 deliverable from raw evidence (Stage 4 static gates + IN + P1-P10).
 
 Runs the machine-checkable Stage 4 gates on test_<op>.py, then P1 files, P2 contract, P3
 evidence, P4 numbers (recomputed from raw samples), P5 correctness, P6 target, P7 ledger and

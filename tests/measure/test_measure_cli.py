@@ -57,8 +57,8 @@ def test_formal_round_complete_valid_and_recomputable(op_dir):
             schemas.validate(json.loads((repeat / "evidence_status.json").read_text()), "evidence_status")
             assert "returncode: 0" in (repeat / "collection.log").read_text()
             header, row = (repeat / "samples.csv").read_text().splitlines()
-            assert header == "repeat,case_id,op_name,duration_us,calls,process" and row.endswith(
-                ",softmax_kernel," + row.split(",")[3] + ",1,0")
+            assert header == "repeat,case_id,op_name,duration_us,calls,process,format_version" and row.endswith(
+                ",softmax_kernel," + row.split(",")[3] + ",1,0,1")
         assert loaded.cases[case_id].samples_us == measurement["duration_samples_us"]
         assert measurement["aggregate_us"] == sorted(measurement["duration_samples_us"])[1]  # median of 3
     assert evidence.find_round(op_dir, collection["collection_id"]) == round_dir.resolve()
@@ -73,7 +73,7 @@ def test_tampered_raw_sample_is_what_load_round_reports(op_dir):
     assert formal(op_dir).returncode == 0
     case_dir = op_dir / "docs/perf/round_001" / evidence.case_dir_name(TWO_CASES[0])
     samples = case_dir / "repeat_002/samples.csv"
-    samples.write_text(samples.read_text().replace(",1,0\n", ",2,0\n"))  # calls 1 → 2
+    samples.write_text(samples.read_text().replace(",1,0,1\n", ",2,0,1\n"))  # calls 1 → 2
     with pytest.raises(ContractError, match="raw evidence changed after the round completed"):
         evidence.load_round(op_dir, "round_001")
     round_dir = op_dir / "docs/perf/round_001"  # a forger who also re-seals still meets the raw check

@@ -143,6 +143,15 @@ def test_samples_csv_parser_accepts_one_row_and_refuses_the_rest():
         assert info.value.field == field
 
 
+def test_samples_csv_carries_its_format_version_and_an_unknown_one_is_refused():
+    text = "repeat,case_id,op_name,duration_us,calls,process,format_version\n7,a,k,12.500,1,3,1\n"
+    assert cpu.parse_samples_text(text, "k") == base.RepeatResult(12.5, 1, None, ("samples.csv",), 3)
+    for bad in ("2", "x", ""):
+        with pytest.raises(ContractError) as info:
+            cpu.parse_samples_text(text.replace(",3,1\n", f",3,{bad}\n"), "k")
+        assert info.value.field == "format_version" and "unknown evidence format version" in info.value.line()
+
+
 def test_samples_csv_records_the_process_and_old_files_read_as_one_process():
     new = "repeat,case_id,op_name,duration_us,calls,process\n7,a,k,12.500,1,3\n"
     assert cpu.parse_samples_text(new, "k") == base.RepeatResult(12.5, 1, None, ("samples.csv",), 3)

@@ -25,8 +25,8 @@ def collect(op: Path, *extra: str) -> dict:
 
 def raw_processes(case_dir: Path, arm: str = "") -> list[int]:
     rows = [(case_dir / f"repeat_{i:03d}" / arm / "samples.csv").read_text().splitlines() for i in range(1, 7)]
-    assert all(r[0].endswith(",process") for r in rows)
-    return [int(r[1].rsplit(",", 1)[1]) for r in rows]
+    assert all(r[0].endswith(",process,format_version") for r in rows)
+    return [int(r[1].split(",")[5]) for r in rows]
 
 
 @pytest.fixture(scope="module")
@@ -88,7 +88,8 @@ def test_a_raw_process_index_that_breaks_equal_processes_is_refused(op_dir_round
     round_dir = op_dir / "docs/perf/round_002"
     path = round_dir / evidence.case_dir_name(CASE) / "repeat_002" / "samples.csv"
     header, row = path.read_text().splitlines()
-    path.write_text(f"{header}\n{row[:-1]}1\n")  # process 0 → 1: four samples in process 1, two in 0
+    cells = row.split(",")
+    path.write_text(f"{header}\n{','.join(cells[:5] + ['1'] + cells[6:])}\n")  # process 0 → 1: four in 1, two in 0
     collection = json.loads((round_dir / "collection.json").read_text())
     collection["evidence_seal"] = evidence.evidence_seal(round_dir)  # even a re-sealed forgery
     (round_dir / "collection.json").write_text(json.dumps(collection))

@@ -78,7 +78,8 @@ def test_skill_frontmatter_and_sections(path):
     assert "Use " in meta["description"] or "use " in meta["description"]
     for section in ("## Purpose", "## When to use / not", "## Procedure", "## Outputs", "## References"):
         assert section in body, (path, section)
-    assert len(path.read_text().splitlines()) <= 200
+    references = path.read_text().split("\n## References", 1)[1]   # the resources table (issue 29) is extra
+    assert len(path.read_text().splitlines()) - len(references.splitlines()) <= 200
 
 
 def test_perf_skill_steps_are_numbered_with_at_most_one_command_each():

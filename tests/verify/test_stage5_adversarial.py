@@ -15,6 +15,7 @@ import pytest
 
 from conftest import run_script
 from perftune.measure import evidence
+from perftune.verify import checks
 
 
 TARGET = ["r64_c4096_fp32", "r512_c1024_fp32", "r64_c4096_fp16", "r1024_c256_fp16"]
@@ -68,6 +69,7 @@ def assert_fails(op: Path, category: str, gate: str, *needles: str, code: int = 
     assert verdict["verdict"] == "FAIL", verdict
     assert category in verdict["categories"], verdict["failures"]
     assert any(f["gate"] == gate and f["category"] == category for f in verdict["failures"]), verdict["failures"]
+    assert all(f["check"] in checks.BY_ID and f["expected"] and f["actual"] for f in verdict["failures"])  # issue 29
     text = json.dumps(verdict["failures"])
     for needle in needles:
         assert needle in text, (needle, verdict["failures"])

@@ -19,6 +19,10 @@ CANDIDATES_NAME = "candidates.json"
 SELECTION_NAME = "selection.json"
 STAGE5_CHECK_NAME = "stage5_check.json"
 QUICK_NAME = "quick_performance.json"
+# Raw evidence format: ``format_version`` of collection.json, quick_performance.json, measurement.json,
+# evidence_status.json and the cpu samples.csv; 0 = written before the field (docs/architecture.md).
+EVIDENCE_FORMAT_VERSION = 1
+EVIDENCE_FORMAT_VERSIONS = (0, 1)
 PERFORMANCE_JSON = "performance.json"
 PERFORMANCE_LOG = "performance.log"
 PERF_REPORT_MD = "perf_report.md"

@@ -32,7 +32,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..measure import correctness, evidence
+from ..measure import comparable, correctness, evidence
 from .. import fsio
 from . import calibration, ledger, selection
 from ..contract import manifest, protocol, schemas
@@ -117,9 +117,10 @@ def _refusals(register: dict, man: manifest.Manifest, rnd: Any, version_id: str,
     if rnd.collection["executable_sha256"] != sha:
         raise ContractError(src, "--round", "the round measured other code than the current sources",
                             "record a version right after its formal round, before editing")
-    man_sha = fsio.sha256_file(Path(op_dir) / protocol.MANIFEST_NAME)
-    if rnd.collection["performance_cases"]["sha256"] != man_sha:
-        raise ContractError(src, "--round", "round was collected under another manifest", "re-collect the round")
+    frozen = comparable.frozen_fields(man, fsio.sha256_file(Path(op_dir) / protocol.MANIFEST_NAME))
+    for key, recorded, value in comparable.mismatches(rnd, frozen):
+        what = "another manifest" if key == comparable.MANIFEST_FIELD else f"{key} {recorded!r}, frozen {value!r}"
+        raise ContractError(src, "--round", f"round was collected under {what}", "re-collect the round")
 
 
 def superseded(register: dict) -> dict[str, str]:

@@ -42,11 +42,11 @@ from typing import Any
 from .. import fsio
 from ..contract import protocol, schemas
 from . import acceptance, calibration, stats
+from ..measure import comparable
 from ..errors import ContractError
 from ..contract.manifest import Decision, Manifest, load_manifest
 
 SCHEMA_VERSION = 1
-_SAME_FIELDS = ("backend", "device_id", "seed", "warmup", "repeats", "target_op_name")
 
 
 def _decision(manifest: Manifest, collection: Mapping[str, Any]) -> tuple[Decision, str]:
@@ -70,15 +70,12 @@ def check_rounds(manifest: Manifest, manifest_sha256: str, baseline: Any, candid
             raise ContractError(source, name, f"round {col['collection_id']} is mode={col.get('mode')} "
                                 f"status={col.get('status')}, not a complete formal round",
                                 "give a complete formal round; quick results use the 'quick' sub-command")
-        if col["performance_cases"]["sha256"] != manifest_sha256:
-            raise ContractError(source, name, f"round {col['collection_id']} was collected against a different "
-                                "PERFORMANCE_CASES.json (sha256 differs)", "the manifest is frozen; re-collect")
         missing = sorted(set(manifest.case_ids) - set(col["expected_cases"]))
         extra = sorted(set(col["expected_cases"]) - set(manifest.case_ids))
         if missing or extra:
             raise ContractError(source, name, f"round {col['collection_id']} cases differ from the manifest "
                                 f"(missing {missing}, unknown {extra})", "collect every frozen case")
-    partner = c.get("paired") or {}
+    partner = candidate.partner or {}
     if partner and partner.get("baseline_executable_sha256") != b.get("executable_sha256"):
         raise ContractError(source, "--candidate", f"round {c['collection_id']} was paired with other code "
                             f"({partner.get('baseline_version')}) than the baseline round {b['collection_id']} "
@@ -86,21 +83,24 @@ def check_rounds(manifest: Manifest, manifest_sha256: str, baseline: Any, candid
                             "pair the candidate with the baseline round's saved version (collect_perf.py formal "
                             "--paired-with DIR/docs/perf/versions/<its version>) or compare against that "
                             "version's round")
-    for key in _SAME_FIELDS + ("protocol",):
-        if b.get(key) != c.get(key):
-            raise ContractError(source, f"protocol.{key}", f"baseline has {b.get(key)!r}, candidate has "
-                                f"{c.get(key)!r}", "both rounds must use the frozen protocol")
-    if (b.get("selector") or {}).get("kind") != (c.get("selector") or {}).get("kind"):
-        raise ContractError(source, "selector.kind", "baseline and candidate use different case selectors",
-                            "collect both rounds with the frozen selector")
-    proto = manifest.protocol
-    if proto is not None:
-        frozen = {"backend": proto.backend, "device_id": proto.device_id, "seed": proto.seed,
-                  "warmup": proto.warmup, "repeats": proto.repeats, "target_op_name": proto.op_name}
-        for key, value in frozen.items():
-            if c.get(key) != value:
-                raise ContractError(source, f"protocol.{key}", f"rounds have {c.get(key)!r}, manifest froze "
-                                    f"{value!r}", "re-collect with the frozen protocol")
+    frozen = (comparable.frozen_fields(manifest, manifest_sha256, protocol_keys=False)
+              if manifest.protocol is not None
+              else {comparable.MANIFEST_FIELD: manifest_sha256})   # the recorded protocols must agree (below)
+    for name, rnd in (("--baseline", baseline), ("--candidate", candidate)):
+        for key, recorded, value in comparable.mismatches(rnd, frozen):
+            if key == comparable.MANIFEST_FIELD:
+                raise ContractError(source, name, f"round {rnd.collection['collection_id']} was collected against "
+                                    "a different PERFORMANCE_CASES.json (sha256 differs)",
+                                    "the manifest is frozen; re-collect")
+            raise ContractError(source, _field(key), f"round {rnd.collection['collection_id']} has {recorded!r}, manifest "
+                                f"froze {value!r}", "re-collect with the frozen protocol")
+    for key, recorded, value in comparable.mismatches(candidate, comparable.recorded_fields(baseline)):
+        raise ContractError(source, _field(key), f"baseline has {value!r}, candidate has {recorded!r}",
+                            "both rounds must use the frozen protocol and the frozen case selector")
+
+
+def _field(key: str) -> str:
+    return key if "." in key else f"protocol.{key}"
 
 
 def bound_route(repeats: Any) -> dict[str, Any] | None:
@@ -419,7 +419,7 @@ def _quick_samples(root: Path, quick: Mapping[str, Any], source: Path) -> dict[s
 def load_quick_compare(op_dir: str | Path, baseline_ref: str, quick_ref: str,
                        scope: list[str] | None = None) -> tuple[dict[str, Any], Path]:
     """The quick-vs-baseline dict (``never_ranks: true``) and where it belongs (inside the quick dir)."""
-    from ..measure import evidence
+    from ..measure import evidence, evidence_format
     root = Path(op_dir)
     man, record = _load_manifest(root)
     man, _ = calibration.apply(root, man)
@@ -427,6 +427,7 @@ def load_quick_compare(op_dir: str | Path, baseline_ref: str, quick_ref: str,
     folder = _find_quick(root, quick_ref)
     path = folder / protocol.QUICK_NAME
     quick = fsio.read_json(path, what="quick_performance.json")
+    evidence_format.format_version(path, quick, protocol.QUICK_NAME)
     schemas.validate(quick, "quick_performance", path)
     check_quick(man, record["sha256"], base, quick)
     result = build_quick(task=root.resolve().name, manifest=man, baseline=base, quick=quick,

@@ -149,7 +149,8 @@ def run_preflight(ctx: Context, spec: RunSpec | None = None) -> list[dict[str, A
 
 
 def _header(ctx: Context, collection_id: str, ident: dict[str, Any]) -> dict[str, Any]:
-    return {"collection_id": collection_id, "operator_dir": ctx.op_dir.as_posix(),
+    return {"format_version": protocol.EVIDENCE_FORMAT_VERSION, "collection_id": collection_id,
+            "operator_dir": ctx.op_dir.as_posix(),
             "backend": ctx.protocol.backend, "target_op_name": ctx.protocol.op_name,
             "device_id": ctx.protocol.device_id, "seed": ctx.protocol.seed, "warmup": ctx.protocol.warmup,
             "repeats": ctx.protocol.repeats, "expected_cases": list(ctx.manifest.case_ids),

@@ -16,17 +16,14 @@ Decisions DESIGN left open (recorded here):
   ``.round_NNN.<pid>.tmp`` folder that nothing reads.
 - A case that failed and was retried keeps its failed attempt under ``case_<...>/attempt_NN/``;
   only the successful attempt's repeat folders are moved up to ``case_<...>/repeat_NNN``.
-- Aggregation: ``trimmed_mean`` drops one minimum and one maximum when n >= 3 and falls back to
-  the median below 3 samples (upstream rule); ``median`` is the plain median.
+- Aggregation: ``trimmed_mean`` drops the min and the max when n >= 3, else the median (upstream).
 - ``source_files``: the runner ``test_<op>.py`` plus every other top-level ``*.py`` of the op dir
   except the frozen golden modules (``*_golden.py``, ``*_golden_cpu.py``) and ``conftest.py``.
 - :func:`load_round` never trusts numbers in ``measurement.json``: samples are recomputed from
   the raw files with the backend's ``read_repeat``; symlinks anywhere in the round are refused.
-- Process groups: ``CaseEvidence.processes`` is the process index of every sample, read from the
-  raw files (cpu ``samples.csv``); ``None`` when the files carry none (rounds from before process-level
-  sampling, msprof whose every repeat is its own process): the statistics then treat the samples
-  as one level. Processes must hold equal numbers of repeats and, in a paired round, both arms of
-  a repeat come from one process.
+- Process groups: ``CaseEvidence.processes``, the process index of every sample from the raw files
+  (``None``: none recorded, msprof or format 0; one level); equal sizes, both arms of a repeat in one.
+- ``format_version``: :mod:`.evidence_format` (an unknown version is refused; absent = version 0).
 """
 
 from __future__ import annotations
@@ -45,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import fsio
+from . import evidence_format
 from ..contract import protocol, schemas
 from ..contract import aggregation
 from .backends import RepeatResult, get_backend, repeat_dir_name
@@ -260,7 +258,7 @@ def measurement_record(*, collection_id: str, case_id: str, op_name: str, backen
     value, used = aggregate(samples, method)
     arm = "candidate/" if baseline is not None else ""
     record: dict[str, Any] = {
-        "collection_id": collection_id, "case": case_id, "target_op_name": op_name,
+        "format_version": protocol.EVIDENCE_FORMAT_VERSION, "collection_id": collection_id, "case": case_id, "target_op_name": op_name,
         "backend": backend, "duration_samples_us": samples, "aggregate_us": value,
         "aggregation_method": used, "selected_op_names": [op_name] * len(results),
         "timing_source_file": timing_file,
@@ -305,6 +303,22 @@ class RoundEvidence:
     @property
     def paired(self) -> bool:
         return "paired" in self.collection
+
+    @property
+    def partner(self) -> dict[str, Any] | None:   # paired: {baseline_version, baseline_executable_sha256, order}
+        return self.collection.get("paired")
+
+    @property
+    def protocol(self) -> dict[str, Any]:           # as recorded; empty when the round recorded none
+        return self.collection.get("protocol") or {}
+
+    @property
+    def executable_sha256(self) -> str:
+        return self.collection["executable_sha256"]
+
+    @property
+    def environment(self) -> dict[str, Any] | None:  # measure.fingerprint; None when absent
+        return self.collection.get("environment")
 
 
 def list_rounds(op_dir: str | Path) -> list[dict[str, Any]]:
@@ -351,11 +365,7 @@ def _refuse_symlinks(root: Path) -> None:
 
 def _read_case(backend, round_dir: Path, case_id: str, collection: dict[str, Any]) -> CaseEvidence:
     case_dir = fsio.safe_join(round_dir, case_dir_name(case_id), field=case_id, source=round_dir)
-    measurement = fsio.read_json(case_dir / MEASUREMENT_JSON, what="measurement.json")
-    schemas.validate(measurement, "measurement", case_dir / MEASUREMENT_JSON)
-    if measurement["case"] != case_id or measurement["collection_id"] != collection["collection_id"]:
-        raise ContractError(case_dir / MEASUREMENT_JSON, "case", "does not belong to this round/case",
-                            "evidence was stitched; re-collect the round")
+    measurement = evidence_format.read_measurement(case_dir / MEASUREMENT_JSON, case_id, collection)
     op_name, paired = collection["target_op_name"], "paired" in collection
     candidate, baseline = [], []
     for index in range(1, collection["repeats"] + 1):
@@ -429,6 +439,7 @@ def load_round(op_dir: str | Path, ref: str | Path) -> RoundEvidence:
     _refuse_symlinks(round_dir)
     path = round_dir / COLLECTION_JSON
     collection = fsio.read_json(path, what="collection.json")
+    evidence_format.format_version(path, collection, COLLECTION_JSON)
     schemas.validate(collection, "collection", path)
     if collection["status"] != "complete":
         raise ContractError(path, "status", f"round is {collection['status']}, not complete",

@@ -78,8 +78,10 @@ class Stage4Result:
         return [{"id": g.id, "name": g.name, "status": g.status, "detail": g.reason} for g in self.gates]
 
     def findings(self) -> list[dict]:
-        """FAIL/blocked gates as ``{gate, category, message, evidence[str]}`` (stage5_check failures)."""
-        return [{"gate": g.id, "category": g.category, "message": g.reason,
+        """FAIL/blocked gates as ``{gate, category, message, expected, actual, evidence[str]}`` (stage5_check
+        failures: ``expected`` is the gate's rule, ``actual`` its reason and first evidence)."""
+        return [{"gate": g.id, "category": g.category, "message": g.reason, "expected": g.name,
+                 "actual": g.reason + (f" ({g.evidence[0]})" if g.evidence else ""),
                  "evidence": [str(e) for e in g.evidence]} for g in self.gates if g.category]
 
     def as_dict(self) -> dict:

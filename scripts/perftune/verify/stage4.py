@@ -54,27 +54,47 @@ class GateSpec:
     id: str
     name: str
     category: str           # the category reported when the gate FAILs
-    upstream: str           # upstream Stage 4 gate number(s) and lint rule ids
+    upstream: str           # Stage 4 gate number(s) G1-G15 (= upstream #1-#15) and lint rule ids
 
 
 GATES: tuple[GateSpec, ...] = (
-    GateSpec("files", "deliverable files present and parseable", "missing_file", "#2; PL04 PL05 PL09"),
-    GateSpec("pro_import", "Pro-only imports", "import_violation", "#1, #5 rule 4; PL01"),
-    GateSpec("single_jit", "exactly one @pl.jit kernel", "cheating", "#5 rule 1; PL02"),
-    GateSpec("wrapper_exists", "<op>_wrapper is defined", "signature_mismatch", "#12"),
-    GateSpec("wrapper_signature", "wrapper parameters match <op>_golden_cpu", "signature_mismatch", "#12"),
+    GateSpec("files", "deliverable files present and parseable", "missing_file", "G2; PL04 PL05 PL09"),
+    GateSpec("pro_import", "Pro-only imports", "import_violation", "G1, G5 rule 4; PL01"),
+    GateSpec("single_jit", "exactly one @pl.jit kernel", "cheating", "G5 rule 1; PL02"),
+    GateSpec("wrapper_exists", "<op>_wrapper is defined", "signature_mismatch", "G12"),
+    GateSpec("wrapper_signature", "wrapper parameters match <op>_golden_cpu", "signature_mismatch", "G12"),
     GateSpec("single_launch", "wrapper launches the kernel once, outside any loop", "cheating",
-             "#5 rules 2-3, #12"),
-    GateSpec("tests_call_wrapper", "tests call the wrapper, never the kernel", "signature_mismatch", "#12"),
-    GateSpec("test_count", f"at least {MIN_TESTS} test_ functions", "incomplete_structure", "#10"),
+             "G5 rules 2-3, G12"),
+    GateSpec("tests_call_wrapper", "tests call the wrapper, never the kernel", "signature_mismatch", "G12"),
+    GateSpec("test_count", f"at least {MIN_TESTS} test_ functions", "incomplete_structure", "G10"),
     GateSpec("precision_standard", "_assert_precision in every test; no assert_close/atol_override",
-             "incomplete_structure", "#4; PL15"),
-    GateSpec("golden_cpu_import", "test imports <op>_golden_cpu", "incomplete_structure", "#4; PL16"),
-    GateSpec("device", "device from <op>_golden._get_device(), no hard-coded ids", "incomplete_structure", "#3"),
+             "incomplete_structure", "G4; PL15"),
+    GateSpec("golden_cpu_import", "test imports <op>_golden_cpu", "incomplete_structure", "G4; PL16"),
+    GateSpec("device", "device from <op>_golden._get_device(), no hard-coded ids", "incomplete_structure", "G3"),
     GateSpec("golden_purity", "goldens import no pypto, pypto_pro or test_<op>", "golden_failure", "PL11"),
-    GateSpec("delivery_import", "delivery import safety", "delivery_import_unsafe", "#13"),
+    GateSpec("delivery_import", "delivery import safety", "delivery_import_unsafe", "G13"),
 )
 _SPECS = {spec.id: spec for spec in GATES}
+
+# The Stage 4 gates G1-G15 (upstream #1-#15) not decided by a gate above: the verifier agent runs the
+# dynamic ones and judges the others (its prompt names exactly these; tests/verify/test_check_ids.py).
+AGENT_GATES: tuple[tuple[str, str, str], ...] = (
+    ("G5", "judgement", "no host-side core maths, no narrowed dims/dtypes, test data per DESIGN §8"),
+    ("G6", "judgement", "PC-1"),
+    ("G7", "judgement", "PC-2 and DESIGN §1"),
+    ("G8", "dynamic", "the test exits 0"),
+    ("G9", "dynamic", "PASS, matched_ratio=, max_abs_error=, no traceback"),
+    ("G10", "judgement", "tests match DESIGN §8"),
+    ("G11", "judgement", "dynamic-dimension declarations match the docs"),
+    ("G14", "judgement", "KB_USAGE.json matches real code, no copied validated claims"),
+    ("G15", "judgement", "the wrapper only checks, sizes, allocates declared outputs and launches once"),
+)
+
+
+def gate_number(spec: GateSpec) -> str | None:
+    """The G-number a gate decides (the first of its ``upstream``), None for a lint-only gate."""
+    match = re.match(r"G\d+", spec.upstream)
+    return match.group(0) if match else None
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""stage5-check: the Stage 4 static gates, then P1-P10 (DESIGN §8 + #16), every number recomputed.
+"""stage5-check: the Stage 4 static gates, IN, then P1-P10 (DESIGN §8 + #16), every number recomputed.
 
 Each gate is a function ``(ctx) -> list[Finding]``; an empty list is PASS. The verdict never
 depends on numbers an agent wrote: P4 recomputes ``performance.json`` from the raw files of the two
@@ -32,28 +32,14 @@ from .. import fsio
 from ..contract import manifest, protocol, schemas
 from ..errors import ContractError, PerftuneError
 from . import cited_evidence, contract_history, provenance, remeasure, resimulate
+from .checks import Finding, finding, findings
+from .verdict import SUGGESTED_ACTION, Stage5Result, exit_code, render_text  # noqa: F401 (the CLI's names)
 from . import soundness as sound
 from . import stage5_evidence as ev, terminal_model
 
 P1_FILES = (protocol.PERFORMANCE_REPORT_MD, protocol.PERFORMANCE_JSON, protocol.PERFORMANCE_LOG,
             protocol.PERF_REPORT_MD)
 _CITED = re.compile(r"(?<![\w/.-])(docs/perf/[^\s`'\")\]|<>]+|\.\./[^\s`'\")\]|<>]+|/(?:[\w.-]+/)+[\w.-]+)")
-
-
-@dataclass(frozen=True)
-class Finding:
-    gate: str
-    category: str
-    message: str
-    evidence: tuple[str, ...] = ()
-    check: str = ""                 # the check id below the gate, e.g. ``P2.fingerprint`` (issue 29)
-    expected: str | None = None     # what the check expected, as printed
-    actual: str | None = None       # what it found
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"gate": self.gate, "check": self.check or self.gate, "category": self.category,
-                "message": self.message, "expected": self.expected, "actual": self.actual,
-                "evidence": list(self.evidence)}
 
 
 class Blocked(Exception):
@@ -110,7 +96,7 @@ def _guard(ctx: Context, name: str, category: str) -> Any:
     try:
         return getattr(ctx, name)
     except PerftuneError as exc:
-        failed[name] = Finding("load", category, exc.line())
+        failed[name] = (category, exc.line())
         raise Blocked(name) from None
 
 
@@ -119,59 +105,68 @@ def gate_p1(ctx: Context) -> list[Finding]:
     for name in P1_FILES:
         path = ctx.op_dir / name
         if path.is_symlink() or not path.is_file() or path.stat().st_size == 0:
-            out.append(Finding("P1", "missing_file", f"{name} is missing, empty or not a regular file",
-                               (name,)))
+            found = "a symlink" if path.is_symlink() else "empty" if path.is_file() else "missing"
+            out.append(finding("P1.files", "missing_file", f"{name} is missing, empty or not a regular file",
+                               (name,), actual=found))
     report = ctx.op_dir / protocol.PERFORMANCE_REPORT_MD
     if report.is_file() and not report.is_symlink():
         raw = sorted(set(_CITED.findall(report.read_text(encoding="utf-8", errors="replace"))))
-        out += [Finding("P1", "performance_evidence_invalid", problem, (cited,)) for cited in raw
-                if (problem := ev.citation_problem(ctx.op_dir, cited.rstrip(".,:;")))]
-        out += [Finding("P1", "performance_evidence_invalid", msg, check="P1.cited_evidence")
-                for msg in cited_evidence.report_problems(ctx.op_dir, [c.rstrip(".,:;") for c in raw])]
+        for cited in raw:
+            problem = ev.citation_problem(ctx.op_dir, cited.rstrip(".,:;"))
+            if problem:
+                out.append(finding("P1.citations", "performance_evidence_invalid", problem, (cited,)))
+        out += findings("P1.cited_evidence", cited_evidence.report_problems(ctx.op_dir, [c.rstrip(".,:;") for c in raw]),
+                        category="performance_evidence_invalid")
     return out
 
 
 def gate_p2(ctx: Context) -> list[Finding]:
     man = _guard(ctx, "manifest", "stage5_contract_blocked")
-    out = [Finding("P2", "stage5_contract_blocked", msg) for msg in ev.coverage_problems(ctx.op_dir, man)]
+    out = findings("P2.spec_coverage", ev.coverage_problems(ctx.op_dir, man), category="stage5_contract_blocked")
     if sorted(ctx.target_case_ids) != sorted(man.target_case_ids) or ctx.selection_mode != man.selection_mode:
-        out.append(Finding("P2", "dispatch_invalid",
+        out.append(finding("P2.dispatch_target", "dispatch_invalid",
                            f"dispatch target {sorted(ctx.target_case_ids)}/{ctx.selection_mode} differs from "
-                           f"the frozen optimization_target {sorted(man.target_case_ids)}/{man.selection_mode}"))
-    out += [Finding("P2", cat, msg) for cat, msg in contract_history.problems(ctx.op_dir, ctx.inputs["manifest"])]
-    out += [Finding("P2", cat, msg, check=check, expected=exp, actual=act)
-            for check, cat, msg, exp, act in provenance.p2_problems(ctx.op_dir, man)]
+                           f"the frozen optimization_target {sorted(man.target_case_ids)}/{man.selection_mode}",
+                           expected=f"{sorted(man.target_case_ids)}/{man.selection_mode}",
+                           actual=f"{sorted(ctx.target_case_ids)}/{ctx.selection_mode}"))
+    record = set(contract_history.frozen_record_problems(ctx.op_dir, contract_history.round_headers(ctx.op_dir)))
+    for problem in contract_history.problems(ctx.op_dir, ctx.inputs["manifest"]):
+        out += findings("P2.frozen_inputs" if problem in record else "P2.manifest_history", [problem])
+    out += findings("P2.stage4_inputs", [(cat, msg, check, exp, act)
+                                          for check, cat, msg, exp, act in provenance.p2_problems(ctx.op_dir, man)])
     try:
         rounds = ctx.rounds
     except PerftuneError:
         return out  # P3 reports unusable rounds
     for rnd in rounds:
-        out += [Finding("P2", cat, msg, (fsio.display_path(rnd.path, ctx.op_dir),))
-                for cat, msg in ev.protocol_problems(rnd.collection, man, ctx.inputs["manifest"])]
-    out += [Finding("P2", cat, msg) for cat, msg in sound.fingerprint_problems(*rounds)]
+        out += findings("P2.protocol", ev.protocol_problems(rnd, man, ctx.inputs["manifest"]),
+                        (fsio.display_path(rnd.path, ctx.op_dir),))
+    out += findings("P2.fingerprint", sound.fingerprint_problems(*rounds))
     return out
 
 
 def gate_p3(ctx: Context) -> list[Finding]:
     perf = _guard(ctx, "performance", "performance_evidence_invalid")
+    bad = "performance_evidence_invalid"
     if perf["baseline_collection_id"] == perf["final_collection_id"]:
-        return [Finding("P3", "performance_evidence_invalid", "baseline and final are the same round",
-                        (perf["final_collection_id"],))]
-    base, final = _guard(ctx, "rounds", "performance_evidence_invalid")
+        return [finding("P3.distinct_rounds", bad, "baseline and final are the same round",
+                        (perf["final_collection_id"],), actual=f"both {perf['final_collection_id']}")]
+    base, final = _guard(ctx, "rounds", bad)
     out = []
     for role, rnd in (("baseline", base), ("final", final)):
         if rnd.collection.get("mode") != "compare":
-            out.append(Finding("P3", "performance_evidence_invalid", f"{role} round is not a formal compare",
-                               (rnd.collection_id,)))
+            out.append(finding("P3.formal_rounds", bad, f"{role} round is not a formal compare",
+                               (rnd.collection_id,), actual=f"mode {rnd.collection.get('mode')}"))
     if base.collection_id == final.collection_id:
-        out.append(Finding("P3", "performance_evidence_invalid", "baseline and final resolve to one round"))
-    if final.collection["executable_sha256"] != ctx.delivered_sha:
-        out.append(Finding("P3", "performance_evidence_invalid",
-                           "final round measured other code than the delivered sources",
-                           (final.collection["executable_sha256"], ctx.delivered_sha)))
-    out += [Finding("P3", "performance_evidence_invalid", msg) for msg in ev.reused_samples(base, final)]
+        out.append(finding("P3.distinct_rounds", bad, "baseline and final resolve to one round",
+                           actual=f"both {base.collection_id}"))
+    if final.executable_sha256 != ctx.delivered_sha:
+        out.append(finding("P3.delivered_code", bad, "final round measured other code than the delivered sources",
+                           (final.executable_sha256, ctx.delivered_sha), expected=f"sha256 {ctx.delivered_sha[:12]}",
+                           actual=f"sha256 {final.executable_sha256[:12]}"))
+    out += findings("P3.reused_samples", ev.reused_samples(base, final), category=bad)
     problems, ctx.notes["provenance"] = provenance.p3_problems(ctx.op_dir, base, final)
-    return out + [Finding("P3", cat, msg, check=check, expected=exp, actual=act) for check, cat, msg, exp, act in problems]
+    return out + findings("P3.history_chain", [(cat, msg, check, exp, act) for check, cat, msg, exp, act in problems])
 
 
 def gate_p4(ctx: Context) -> list[Finding]:
@@ -180,11 +175,13 @@ def gate_p4(ctx: Context) -> list[Finding]:
     recomputed = ev.recompute_performance(ctx.op_dir, perf)
     ctx.notes["recomputed"] = recomputed
     diffs = ev.json_differences(perf, recomputed)
-    out = [Finding("P4", "performance_evidence_invalid", msg) for msg in ev.rendering_problems(ctx.op_dir, recomputed)]
+    out = findings("P4.rendering", ev.rendering_problems(ctx.op_dir, recomputed), category="performance_evidence_invalid")
     if diffs:
-        out.append(Finding("P4", "performance_evidence_invalid",
+        first = diffs[0].split(": ", 1)
+        out.append(finding("P4.recomputation", "performance_evidence_invalid",
                            f"{len(diffs)} value(s) in performance.json differ from the recomputation from raw "
-                           "samples", tuple(diffs[:10])))
+                           "samples", tuple(diffs[:10]), expected=f"{first[0]} as recomputed",
+                           actual=f"{len(diffs)} differ, first {diffs[0]}"))
     return out
 
 
@@ -194,16 +191,20 @@ def gate_p5(ctx: Context) -> list[Finding]:
     ctx.notes["correctness"] = {"run_id": record.get("run_id") if record else None, "rerun": rerun}
     ctx.notes["correctness_record"] = record
     if record is None:
-        return [Finding("P5", "runtime_failure", "no correctness run of the delivered sources",
-                        ("run check_correctness.py",))]
-    out = [Finding("P5", "precision_failure" if case.get("matched_ratio") is not None else "runtime_failure",
+        return [finding("P5.correctness_run", "runtime_failure", "no correctness run of the delivered sources",
+                        ("run check_correctness.py",), expected=f"a run of sha256 {ctx.delivered_sha[:12]}",
+                        actual="none")]
+    out = [finding("P5.tests_pass", "precision_failure" if case.get("matched_ratio") is not None else "runtime_failure",
                    f"{'P0 case' if case.get('p0', True) else 'non-P0 test'} {case['id']} fails its test",
-                   (str(case.get("output_tail", ""))[-300:],))
+                   (str(case.get("output_tail", ""))[-300:],), expected=f"{case['id']} passes",
+                   actual="failed" + (f", matched_ratio {case['matched_ratio']}" if case.get("matched_ratio")
+                                      is not None else ""))
            for case in record["cases"] if not case["passed"]]
     missing = correctness.missing_tests(ctx.op_dir, record)
     if missing:  # the article's complete correctness run: every test of test_<op>.py, P0 or not
-        out.append(Finding("P5", "runtime_failure", f"correctness run {record['run_id']} did not run the tests "
-                           f"{missing}", ("run check_correctness.py (it runs every test)",)))
+        out.append(finding("P5.every_test", "runtime_failure", f"correctness run {record['run_id']} did not run the "
+                           f"tests {missing}", ("run check_correctness.py (it runs every test)",),
+                           actual=f"not run: {missing}"))
     return out
 
 
@@ -211,41 +212,41 @@ def gate_p6(ctx: Context) -> list[Finding]:
     man = _guard(ctx, "manifest", "stage5_contract_blocked")
     perf = _guard(ctx, "performance", "performance_evidence_invalid")
     base, _ = _guard(ctx, "rounds", "performance_evidence_invalid")
-    out, golden_state = ev.golden_problems(ctx.op_dir, man, base)
+    problems, golden_state = ev.golden_problems(ctx.op_dir, man, base)
+    out = findings("P6.golden_contract", problems)
     ctx.notes["target_status"] = {"golden": golden_state}
     try:
         recomputed = ctx.notes.get("recomputed") or ev.recompute_performance(ctx.op_dir, perf)
     except PerftuneError as exc:
-        out.append(("performance_evidence_invalid", f"target status cannot be recomputed: {exc.line()}"))
-        return [Finding("P6", cat, msg) for cat, msg in out]
+        return out + [finding("P6.target_status", "performance_evidence_invalid",
+                              f"target status cannot be recomputed: {exc.line()}")]
     for key in ("default_target_status", "valid_for_target_met"):
         if perf.get(key) != recomputed.get(key):
-            out.append(("performance_evidence_invalid",
-                        f"{key} is {perf.get(key)!r} but recomputes to {recomputed.get(key)!r}"))
+            out.append(finding("P6.target_status", "performance_evidence_invalid",
+                               f"{key} is {perf.get(key)!r} but recomputes to {recomputed.get(key)!r}",
+                               expected=f"{key} = {recomputed.get(key)!r}", actual=f"{key} = {perf.get(key)!r}"))
     ctx.notes["target_status"].update({k: recomputed.get(k) for k in ("default_target_status", "user_target")})
-    return [Finding("P6", cat, msg) for cat, msg in out]
+    return out
 
 
 def gate_p7(ctx: Context) -> list[Finding]:
     _guard(ctx, "manifest", "stage5_contract_blocked")
-    problems = ev.ledger_problems(ctx.op_dir)
-    out = [Finding("P7", "performance_item_coverage_invalid", msg) for msg in problems]
-    out += [Finding("P7", "performance_item_coverage_invalid", msg, check="P7.cited_evidence")
-            for msg in cited_evidence.ledger_problems(ctx.op_dir)]
-    out += [Finding("P7", "performance_item_coverage_invalid", msg)
-            for msg in ev.selection_problems(ctx.op_dir, ctx.delivered_sha)]
-    return out
+    cat = "performance_item_coverage_invalid"
+    return (findings("P7.ledger", ev.ledger_problems(ctx.op_dir), category=cat)
+            + findings("P7.cited_evidence", cited_evidence.ledger_problems(ctx.op_dir), category=cat)
+            + findings("P7.selection", ev.selection_problems(ctx.op_dir, ctx.delivered_sha), category=cat))
 
 
 def gate_p8(ctx: Context) -> list[Finding]:
     man = _guard(ctx, "manifest", "stage5_contract_blocked")
     perf = _guard(ctx, "performance", "performance_evidence_invalid")
+    cat = "performance_evidence_invalid"
     record = terminal_model.load_record(ctx.op_dir)
-    return [Finding("P8", "performance_evidence_invalid", msg)
-            for msg in ev.terminal_problems(ctx.op_dir, man, perf, ctx.delivered_sha)
-            + terminal_model.model_problems(man, record)] + [
-        Finding("P8", cat, msg, check="P8.below_floor", expected=exp, actual=act)
-        for cat, msg, exp, act in terminal_model.floor_problems(man, record)]
+    return (findings("P8.terminal_evidence", ev.terminal_problems(ctx.op_dir, man, perf, ctx.delivered_sha),
+                     category=cat)
+            + findings("P8.work_model", terminal_model.model_problems(man, record), category=cat)
+            + findings("P8.below_floor", [(c, msg, None, exp, act)
+                                          for c, msg, exp, act in terminal_model.floor_problems(man, record)]))
 
 
 def gate_p9(ctx: Context) -> list[Finding]:
@@ -254,7 +255,7 @@ def gate_p9(ctx: Context) -> list[Finding]:
     base, final = _guard(ctx, "rounds", "performance_evidence_invalid")
     golden, problem = sound.rebuild_golden(ctx.op_dir, man)
     ctx.notes["golden_inputs"] = golden
-    out = [("stage5_contract_blocked", problem)] if problem else []
+    out = [finding("P9.golden_rebuild", "stage5_contract_blocked", problem)] if problem else []
     rounds = {r.collection_id: r for r in (base, final)}
     for name in sound.ranked_rounds(ctx.op_dir):
         if name not in {r.path.name for r in rounds.values()}:
@@ -262,10 +263,15 @@ def gate_p9(ctx: Context) -> list[Finding]:
                 rnd = evidence.load_round(ctx.op_dir, name)
                 rounds[rnd.collection_id] = rnd
             except PerftuneError as exc:
-                out.append(("performance_evidence_invalid", f"ranked round {name}: {exc.line()}"))
-    out += sound.attestation_problems(ctx.op_dir, man, list(rounds.values()), golden)
-    out += sound.precision_problems(ctx.op_dir, man, ctx.notes.get("correctness_record"))
-    return [Finding("P9", cat, msg) for cat, msg in out]
+                out.append(finding("P9.ranked_round", "performance_evidence_invalid", f"ranked round {name}: "
+                                   f"{exc.line()}"))
+    out += findings("P9.attestation", sound.attestation_problems(ctx.op_dir, man, list(rounds.values()), golden))
+    out += findings("P9.precision_gate", sound.precision_problems(ctx.op_dir, man, ctx.notes.get("correctness_record")))
+    return out
+
+
+P10_CHECKS = {"performance_evidence_invalid": "P10.reproduced", "cheating": "P10.wrapper_share",
+              "runtime_failure": "P10.gap_timing"}   # remeasure.run's pairs; re-simulation: P10.resimulated
 
 
 def gate_p10(ctx: Context) -> list[Finding]:
@@ -283,13 +289,36 @@ def gate_p10(ctx: Context) -> list[Finding]:
     problems, note = (resimulate.run(ctx.op_dir, man, base, final) if exact else
                       remeasure.run(ctx.op_dir, man, perf, base, final))
     ctx.notes["remeasure"] = note
+    where = (note.get("path", ""),)
+    rows = {row["case"]: row for row in note.get("cases", [])}
+    out = []
+    for problem in problems:   # a pair gets its check from its category, figures from the note
+        check = "P10.resimulated" if exact else P10_CHECKS.get(problem[0], "P10.reproduced")
+        out += findings(check, [problem if len(problem) > 2 else problem + remeasure_figures(check, problem[1], rows)],
+                        where)
     golden = ctx.notes.get("golden_inputs") or {}
     for row in note.get("cases", []):
         expected = [[list(s), d, h] for s, d, h in golden.get(row["case"], [])]
         if golden and [json_rows(k) for k in row["inputs"]] != [json_rows(expected)]:
-            problems.append(("cheating", f"case {row['case']}: the re-measured call received other inputs than the "
-                             "golden factory's seed-42 inputs"))
-    return [Finding("P10", cat, msg, (note.get("path", ""),)) for cat, msg in problems]
+            out.append(finding("P10.remeasured_inputs", "cheating", f"case {row['case']}: the re-measured call "
+                               "received other inputs than the golden factory's seed-42 inputs", where,
+                               actual=f"{len(row['inputs'])} input set(s), not the rebuilt one"))
+    return out
+
+
+def remeasure_figures(check: str, message: str, rows: dict[str, dict]) -> tuple:
+    """``(check, expected, actual)`` of a re-measurement problem, from the note's figures of its case."""
+    row = next((r for case, r in rows.items() if message.startswith(f"case {case}:")), None)
+    if row is None:
+        return (check, None, None)
+    if check == "P10.wrapper_share" and (gap := row.get("gap") or {}).get("moved_us") is not None:
+        limit = max(remeasure.GAP_SHARE * gap["final_op_us"], remeasure.GAP_FLOOR_US)
+        return (check, f"gap growth <= {limit:.1f} us", f"gap growth {gap['moved_us']:.1f} us")
+    last = (row.get("attempts") or [{}])[-1]
+    if check == "P10.reproduced" and last.get("speedup") is not None and row.get("delivered_speedup") is not None:
+        return (check, f"delivered speed-up {row['delivered_speedup']:.3f} reproduced",
+                f"re-measured {last['speedup']:.3f} CI {last.get('speedup_ci')}")
+    return (check, None, None)
 
 
 def json_rows(key) -> str:
@@ -310,9 +339,13 @@ GATES: tuple[tuple[str, str, Callable[[Context], list[Finding]]], ...] = (
 )
 
 
+LOADS = {"manifest": "PERFORMANCE_CASES.json loads (v2, frozen protocol)",
+         "performance": "performance.json loads and validates", "rounds": "both rounds load (complete, sealed)"}
+
+
 def run_gates(ctx: Context) -> tuple[list[dict[str, Any]], list[Finding]]:
-    """Run P1-P8 in order; a gate whose input failed to load is ``blocked``."""
-    rows, findings = [], []
+    """Run the gates of :data:`GATES` in order; a gate whose input failed to load is ``blocked``."""
+    rows, all_found = [], []
     for gate_id, name, gate in GATES:
         before = dict(ctx.notes.get("failed_loads", {}))
         try:
@@ -322,73 +355,25 @@ def run_gates(ctx: Context) -> tuple[list[dict[str, Any]], list[Finding]]:
             found, status = [], "blocked"
             detail = f"input {exc.args[0]} is unusable"
         except PerftuneError as exc:
-            found, status = [Finding(gate_id, "performance_evidence_invalid", exc.line())], "FAIL"
-        new_loads = [f for k, f in ctx.notes.get("failed_loads", {}).items() if k not in before]
-        found = [Finding(gate_id, f.category, f.message) for f in new_loads] + found
+            found, status = [finding(f"{gate_id}.inputs", "performance_evidence_invalid", exc.line())], "FAIL"
+        new_loads = {k: v for k, v in ctx.notes.get("failed_loads", {}).items() if k not in before}
+        found = [finding(f"{gate_id}.inputs", cat, msg, expected=LOADS[what], actual=msg)
+                 for what, (cat, msg) in new_loads.items()] + found
         if new_loads:
             status = "FAIL"
         if status != "blocked":
             detail = "; ".join(f.message for f in found[:3]) if found else "ok"
         rows.append({"id": gate_id, "name": name, "status": status, "detail": detail})
-        findings += found
-    return rows, findings
-
-
-SUGGESTED_ACTION = {
-    "missing_file": "generate the missing deliverable with compare_perf.py / perf_report.py",
-    "stage5_contract_blocked": "restore the frozen input (never rebuild it) or report stage5_contract_blocked",
-    "dispatch_invalid": "re-dispatch stage5-check with the frozen optimization_target",
-    "performance_evidence_invalid": "re-collect the affected formal round(s) with collect_perf.py and "
-                                    "regenerate performance.json with compare_perf.py; never edit evidence",
-    "performance_item_coverage_invalid": "close every ledger item with evidence and deliver the version "
-                                         "select_best.py chooses",
-    "precision_failure": "fix the kernel inside Stage 5 (restore the best correct version)",
-    "runtime_failure": "fix the crash inside Stage 5 (restore the best correct version)",
-    "env_error": "run env_check.py and repair the environment; do not change code",
-}
-
-
-@dataclass
-class Stage5Result:
-    operator: str
-    target: dict[str, Any]
-    stage4: Any
-    gates: list[dict[str, Any]]
-    findings: list[Finding]
-    inputs: dict[str, dict[str, Any]]
-    target_status: dict[str, Any]
-    delivered_sha: str | None
-    remeasure: dict[str, Any] | None = None
-    provenance: dict[str, Any] | None = None
-
-    @property
-    def categories(self) -> list[str]:
-        return sorted({f.category for f in self.findings})
-
-    @property
-    def primary(self) -> str | None:
-        from ..errors import primary_category
-        return primary_category(self.categories, stage5=True)
-
-    @property
-    def verdict(self) -> str:
-        return "PASS" if not self.findings else "FAIL"
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"schema_version": 1, "operator": self.operator, "verdict": self.verdict, "target": self.target,
-                "gates": self.gates, "failures": [f.as_dict() for f in self.findings],
-                "categories": self.categories, "primary_failure_category": self.primary,
-                "inputs": self.inputs, "target_status": self.target_status,
-                "delivered_executable_sha256": self.delivered_sha,
-                **({"remeasure": self.remeasure} if self.remeasure else {}),
-                **({"provenance": self.provenance} if self.provenance else {})}
+        all_found += found
+    return rows, all_found
 
 
 def _stage4_rows(op_dir: Path) -> tuple[Any, list[dict[str, Any]], list[Finding]]:
     from .stage4 import run_gates as run_stage4
     result = run_stage4(op_dir)
     rows = [{**row, "id": f"S4.{row['id']}"} for row in result.gate_rows()]
-    found = [Finding(f"S4.{f['gate']}", f["category"], f["message"], tuple(f["evidence"])) for f in result.findings()]
+    found = [finding(f"S4.{f['gate']}", f["category"], f["message"], tuple(f["evidence"]), expected=f["expected"],
+                     actual=f["actual"]) for f in result.findings()]
     return result, rows, found
 
 
@@ -399,14 +384,14 @@ def _input_rows(op_dir: Path) -> tuple[list[dict[str, Any]], list[Finding]]:
     if not (op_dir / protocol.STATE_NAME).is_file():
         return [{"id": "IN", "name": name, "status": "not_applicable",
                  "detail": "standalone perf-tune run (no .orchestrator_state.json): Stage 1-4 inputs optional"}], []
-    found = [Finding("IN", cat, msg) for cat, msg in stage5_inputs(op_dir)]
+    found = findings("IN.stage_inputs", stage5_inputs(op_dir))
     detail = "; ".join(f.message for f in found[:3]) if found else "ok"
     return [{"id": "IN", "name": name, "status": "FAIL" if found else "PASS", "detail": detail}], found
 
 
 def check(op_dir: str | Path, target_case_ids: list[str], selection_mode: str, *,
           rerun_tests: bool = True, remeasure: bool | None = None) -> Stage5Result:
-    """Run the Stage 4 static gates and P1-P8 on ``op_dir``; never modifies deliverables."""
+    """Run the Stage 4 static gates, IN and P1-P10 on ``op_dir``; never modifies deliverables."""
     root = Path(op_dir)
     if not root.is_dir():
         raise ContractError(root, "--op-dir", "is not a directory", "pass the custom/<op> directory")
@@ -424,27 +409,3 @@ def check(op_dir: str | Path, target_case_ids: list[str], selection_mode: str, *
                         stage4, rows + p_rows, findings + p_findings, inputs,
                         ctx.notes.get("target_status") or {}, delivered, ctx.notes.get("remeasure"),
                         ctx.notes.get("provenance"))
-
-
-def render_text(result: Stage5Result, evidence_path: str) -> str:
-    """The verifier's text verdict (PASS/FAIL template of the verifier agent)."""
-    if result.verdict == "PASS":
-        origin = (result.provenance or {}).get("baseline_origin", "verified")
-        return (f"Stage 5 verification PASSED.\nAll {len(result.gates)} checks passed.\n" + ("" if origin == "verified"
-                else f"Baseline origin {origin}: {result.provenance['reason']}\n") + f"Evidence: {evidence_path}\n")
-    failed = [g["id"] for g in result.gates if g["status"] in ("FAIL", "blocked")]
-    lines = ["Stage 5 verification FAILED.", f"Failed checks: {', '.join(failed)}",
-             f"failure_category: {result.primary}", f"all categories: {', '.join(result.categories)}", "Evidence:"]
-    for f in result.findings:
-        lines.append(f"  [{f.gate}] {f.category}: {f.message}")
-        lines += [f"      {e}" for e in f.evidence[:5]]
-    lines.append(f"Suggested action: {SUGGESTED_ACTION.get(result.primary, 'fix the failed checks and re-run')}")
-    lines.append(f"Machine verdict: {evidence_path}")
-    return "\n".join(lines) + "\n"
-
-
-def exit_code(result: Stage5Result) -> int:
-    """0 PASS; 2 when the frozen contract is blocked; 3 when only the environment blocks; else 1."""
-    if result.verdict == "PASS":
-        return 0
-    return {"stage5_contract_blocked": 2, "env_error": 3}.get(result.primary, 1)

@@ -1,4 +1,4 @@
-"""The checks behind stage5-check's P1-P8: each returns problem messages, reusing the library.
+"""The checks behind stage5-check's P1-P8 (P9, P10: soundness, remeasure): problem messages, reusing the library.
 
 Nothing here re-implements a decision: numbers come from ``compare.load_formal`` (raw samples →
 performance dict), the ledger from ``ledger.check``, the best version from ``candidates.rank``,
@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..decide import candidates, compare, ledger, ledger_sources
-from ..measure import correctness, evidence
+from ..measure import comparable, correctness, evidence
 from ..measure.backends import pypto_sim
 from .. import fsio
 from ..contract import golden
@@ -62,23 +62,18 @@ def coverage_problems(op_dir: Path, man: manifest_mod.Manifest) -> list[str]:
     return out
 
 
-def protocol_problems(collection: dict, man: manifest_mod.Manifest, record: dict) -> list[tuple[str, str]]:
-    """A round must have measured the frozen manifest with the frozen protocol."""
-    out = []
-    if collection.get("performance_cases", {}).get("sha256") != record["sha256"]:
-        out.append(("stage5_contract_blocked", f"round {collection['collection_id']} measured a manifest with "
-                    "another hash: the frozen manifest was edited after collection"))
-    frozen = man.protocol.as_dict()
-    recorded = collection.get("protocol") or {}
-    for key in sorted(frozen):
-        if recorded.get(key) != frozen[key]:
-            out.append(("performance_evidence_invalid", f"round {collection['collection_id']}: protocol.{key} "
-                        f"{recorded.get(key)!r} != frozen {frozen[key]!r}"))
-    for key, value in (("seed", frozen["seed"]), ("warmup", frozen["warmup"]), ("repeats", frozen["repeats"]),
-                       ("target_op_name", frozen["op_name"]), ("device_id", frozen["device_id"])):
-        if collection.get(key) != value:
-            out.append(("performance_evidence_invalid", f"round {collection['collection_id']}: {key} "
-                        f"{collection.get(key)!r} != frozen {value!r}"))
+def protocol_problems(rnd: evidence.RoundEvidence, man: manifest_mod.Manifest, record: dict) -> list[tuple]:
+    """A round must have measured the frozen manifest with the frozen protocol (``measure.comparable``);
+    ``(category, message, check, expected, actual)`` per differing field."""
+    out: list[tuple] = []
+    for key, recorded, frozen in comparable.mismatches(rnd, comparable.frozen_fields(man, record["sha256"])):
+        if key == comparable.MANIFEST_FIELD:
+            out.append(("stage5_contract_blocked", f"round {rnd.collection_id} measured a manifest with another "
+                        "hash: the frozen manifest was edited after collection", "P2.manifest_hash",
+                        f"sha256 {str(frozen)[:12]}", f"sha256 {str(recorded)[:12]}"))
+        else:
+            out.append(("performance_evidence_invalid", f"round {rnd.collection_id}: {key} {recorded!r} != frozen "
+                        f"{frozen!r}", "P2.protocol", f"{key} = {frozen!r}", f"{key} = {recorded!r}"))
     return out
 
 

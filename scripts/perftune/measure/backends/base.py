@@ -149,6 +149,7 @@ def run_logged(argv: Sequence[str], *, env: Mapping[str, str], cwd: Path, log_pa
 def write_evidence_status(repeat_dir: Path, status: dict[str, Any]) -> Path:
     """Validate and atomically write ``repeat_dir/evidence_status.json``."""
     path = repeat_dir / EVIDENCE_STATUS
+    status = {"format_version": protocol.EVIDENCE_FORMAT_VERSION, **status}
     schemas.validate(status, "evidence_status", path)
     return fsio.write_json(path, status)
 

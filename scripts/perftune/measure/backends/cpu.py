@@ -4,8 +4,8 @@ A case's ``repeats`` are spread over ``processes`` fresh runner processes (``cpu
 frozen ``protocol.processes``; each process does its own warm-ups, then ``repeats/processes``
 timed calls; process p measures repeats ``p·k+1 … (p+1)·k``). This parent turns the runners'
 samples into the raw evidence of each ``repeat_NNN/``: ``samples.csv`` (one row: ``repeat,case_id,
-op_name,duration_us,calls,process``; rounds from before processes have no ``process`` column and
-read as one process), ``collection.log`` (argv, return code, stdout, stderr of the process that
+``repeat,case_id,op_name,duration_us,calls,process,format_version``; format version 0,
+docs/architecture.md, has no ``format_version`` column and maybe no ``process`` column), ``collection.log`` (argv, return code, stdout, stderr of the process that
 measured it) and ``evidence_status.json``. ``read_repeat`` re-derives the duration and the process
 index from ``samples.csv`` alone. Durations are written with 3 decimals of microseconds, i.e. the
 exact nanosecond count of ``perf_counter_ns``. There are no pipe counters on cpu, so the bound route
@@ -24,13 +24,14 @@ from typing import Any
 
 from ... import fsio
 from ...errors import CheckFailed, ContractError, EnvError
+from ...contract import protocol
 from ...contract.manifest import Case
 from ..attestation import ATTESTATION_JSON
 from .base import Backend, RepeatResult, RunSpec, marker_lines, repeat_dir_name, run_logged, runner_env, write_evidence_status
 
 SAMPLES_CSV = "samples.csv"
-COLUMNS = ("repeat", "case_id", "op_name", "duration_us", "calls", "process")
-COLUMNS_V1 = COLUMNS[:-1]  # rounds collected before process-level sampling: one process
+COLUMNS = ("repeat", "case_id", "op_name", "duration_us", "calls", "process", "format_version")
+HEADERS_V0 = (COLUMNS[:-1], COLUMNS[:-2])  # format version 0: with the process column, or from before it
 _REPEAT_RE = re.compile(r"^repeat_(\d+)$")
 MAX_SAMPLES_BYTES = 1 << 20
 
@@ -79,7 +80,8 @@ class CpuBackend(Backend):
                       process: int = 0) -> RepeatResult:
         folder.mkdir(parents=True, exist_ok=True)
         duration = f"{int(sample['duration_ns']) / 1000:.3f}"
-        row = [str(number), case.id, spec.op_name, duration, str(int(sample["calls"])), str(process)]
+        row = [str(number), case.id, spec.op_name, duration, str(int(sample["calls"])), str(process),
+               str(protocol.EVIDENCE_FORMAT_VERSION)]
         fsio.write_text(folder / SAMPLES_CSV, ",".join(COLUMNS) + "\n" + _csv_line(row))
         fsio.write_text(folder / "collection.log", log)
         if "attestation" in sample:  # what the timed call received (measure/attestation.py)
@@ -183,19 +185,23 @@ def _csv_line(row: list[str]) -> str:
 
 
 def parse_samples_text(text: str, op_name: str, source: str = SAMPLES_CSV) -> RepeatResult:
-    """Parse one repeat's ``samples.csv`` text strictly (pure): one row of the frozen op, one call,
-    and its process index (``None`` for the older header without a ``process`` column)."""
+    """Parse one repeat's ``samples.csv`` text strictly (pure): one row of the frozen op, one call, a
+    known ``format_version`` and its process index (format version 0 without the column: ``None``)."""
     try:
         rows = list(csv.reader(io.StringIO(text, newline="")))
     except csv.Error as exc:
         raise ContractError(source, "-", f"malformed CSV: {exc}", "re-collect the round") from None
     header = tuple(c.strip() for c in rows[0]) if rows else ()
-    if header not in (COLUMNS, COLUMNS_V1):
+    if header != COLUMNS and header not in HEADERS_V0:
         raise ContractError(source, "header", f"expected columns {','.join(COLUMNS)}", "re-collect the round")
     body = [r for r in rows[1:] if any(c.strip() for c in r)]
     if len(body) != 1 or len(body[0]) != len(header):
         raise ContractError(source, "rows", f"{len(body)} sample rows (need exactly one)", "re-collect the round")
     cell = dict(zip(header, (c.strip() for c in body[0])))
+    version = cell.get("format_version", "0")
+    if not (version.isdigit() and int(version) in protocol.EVIDENCE_FORMAT_VERSIONS):
+        raise ContractError(source, "format_version", f"unknown evidence format version {version!r}",
+                            "read the round with the perftune version that wrote it, or re-collect it")
     if cell["op_name"] != op_name:
         raise ContractError(source, "op_name", f"{cell['op_name']!r} is not the frozen op {op_name!r}",
                             "re-collect with the frozen op name")
