@@ -31,7 +31,7 @@ from ..measure import correctness, evidence
 from .. import fsio
 from ..contract import manifest, protocol, schemas
 from ..errors import ContractError, PerftuneError
-from . import contract_history, remeasure, resimulate
+from . import contract_history, remeasure, resimulate, timed_calls
 from . import soundness as sound
 from . import stage5_evidence as ev, terminal_model
 
@@ -256,7 +256,10 @@ def gate_p9(ctx: Context) -> list[Finding]:
                 out.append(("performance_evidence_invalid", f"ranked round {name}: {exc.line()}"))
     out += sound.attestation_problems(ctx.op_dir, man, list(rounds.values()), golden)
     out += sound.precision_problems(ctx.op_dir, man, ctx.notes.get("correctness_record"))
-    return [Finding("P9", cat, msg) for cat, msg in out]
+    found = [Finding("P9", cat, msg) for cat, msg in out]
+    return found + [Finding("P9", cat, msg, check=check, expected=want, actual=got) for check, cat, msg, want, got
+                    in timed_calls.problems(man, list(rounds.values()), ctx.notes.get("correctness_record"),
+                                            ctx.delivered_sha)]
 
 
 def gate_p10(ctx: Context) -> list[Finding]:

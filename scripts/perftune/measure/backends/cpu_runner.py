@@ -7,7 +7,10 @@ named by the frozen op name (e.g. ``softmax_kernel``) with a timing shim and cal
 test call. One full ``gc.collect()`` + ``gc.freeze()`` runs before the first call, never between
 calls: a collection right before a sample walks the whole heap and leaves the caches cold, which
 inflated µs-scale kernels up to 30x against ``timeit`` (docs/benchmarks.md §3). The shim disables
-GC only around the op call and times it with ``time.perf_counter_ns``. Every test call must call
+GC only around the op call and times it with ``time.perf_counter_ns`` as bound by ``harness_guard``
+before the operator's module is imported; each call also records the harness guard's readings
+(timer identity, threads and children, other threads' CPU time, patched library attributes, the
+output digests once the test returned) under ``harness`` in its attestation. Every test call must call
 the op exactly once (0 or >=2 calls fails, the cpu twin of msprof's "exactly one matching row").
 Inputs are built by the test outside the op call, so they are never timed.
 
@@ -25,8 +28,9 @@ from __future__ import annotations
 
 import gc
 import sys
-import time
 from pathlib import Path
+
+from . import harness_guard  # first: the clocks are bound before any operator code is imported
 
 from ... import fsio
 from ...contract import protocol
@@ -40,43 +44,58 @@ from .case_adapter import case_function, known_case, load_runner_module, seed_al
 class TimingShim:
     """Callable standing in for the op: times each call, counts calls."""
 
-    def __init__(self, target) -> None:
+    def __init__(self, target, libraries: dict[str, int] | None = None) -> None:
         self.target = target
+        self.libraries = libraries if libraries is not None else harness_guard.library_snapshot()
         self.calls = 0
         self.durations_ns: list[int] = []
         self.attestations: list[dict] = []
+        self.pending: list[tuple] = []
 
     def __call__(self, *args, **kwargs):
         pre = attestation.before(args, kwargs)  # outside the timed region
+        guard = harness_guard.CallGuard(self.libraries)
+        clock = harness_guard.CLOCK_NS
         enabled = gc.isenabled()
         gc.disable()
         try:
-            start = time.perf_counter_ns()
+            start = clock()
             result = self.target(*args, **kwargs)
-            stop = time.perf_counter_ns()
+            stop = clock()
         finally:
             if enabled:
                 gc.enable()
+        guard.returned()
         self.calls += 1
         self.durations_ns.append(stop - start)
-        self.attestations.append(attestation.after(pre, args, kwargs, result, attestation.caller_name()))
+        record = attestation.after(pre, args, kwargs, result, attestation.caller_name())
+        self.attestations.append(record)
+        self.pending.append((guard, pre, args, kwargs, result, record))
         return result
 
+    def settle(self) -> None:
+        """After the test function returned: finish each call's harness record (outputs digested again)."""
+        for guard, pre, args, kwargs, result, record in self.pending:
+            again = attestation.after(pre, args, kwargs, result, record["caller"])
+            record["harness"] = guard.finished([o.get("sha256") for o in again["outputs"]])
+        self.pending = []
 
-def _shim(module, op_name: str, source: str) -> tuple[object, "TimingShim"]:
+
+def _shim(module, op_name: str, source: str, libraries: dict[str, int] | None = None) -> tuple[object, "TimingShim"]:
     target = getattr(module, op_name, None)
     if not callable(target):
         raise ContractError(source, "protocol.op_name", f"{op_name!r} is not a function of the runner module",
                             "freeze the exact name of the kernel function (see list-op-names)")
-    shim = TimingShim(target)
+    shim = TimingShim(target, libraries)
     setattr(module, op_name, shim)
     return target, shim
 
 
 def _one_call(shim: TimingShim, function, op_name: str, index: int, source: str) -> dict:
-    shim.calls, shim.durations_ns, shim.attestations = 0, [], []
+    shim.calls, shim.durations_ns, shim.attestations, shim.pending = 0, [], [], []
     seed_all()
     function()
+    shim.settle()
     if shim.calls != 1:
         raise CheckFailed(source, op_name, f"test call {index + 1} called the op {shim.calls} times",
                           "each test must launch the target exactly once")
@@ -89,9 +108,10 @@ def _settle_heap() -> None:
     gc.freeze()
 
 
-def time_case(module, function, op_name: str, warmup: int, repeats: int, source: str) -> list[dict]:
+def time_case(module, function, op_name: str, warmup: int, repeats: int, source: str,
+              libraries: dict[str, int] | None = None) -> list[dict]:
     """Run warm-ups then repeats of ``function`` with ``op_name`` shimmed; one sample per repeat."""
-    target, shim = _shim(module, op_name, source)
+    target, shim = _shim(module, op_name, source, libraries)
     _settle_heap()
     try:
         calls = [_one_call(shim, function, op_name, i, source) for i in range(warmup + repeats)]
@@ -101,7 +121,7 @@ def time_case(module, function, op_name: str, warmup: int, repeats: int, source:
 
 
 def time_paired(arms: dict[str, tuple[object, object]], op_name: str, warmup: int, repeats: int,
-                source: str, first_repeat: int = 0) -> dict:
+                source: str, first_repeat: int = 0, libraries: dict[str, int] | None = None) -> dict:
     """Interleave the ``baseline`` and ``candidate`` arms in one process, per repeat.
 
     Round-wide repeat k (= ``first_repeat`` + the index in this process + 1; a round spread over
@@ -109,7 +129,7 @@ def time_paired(arms: dict[str, tuple[object, object]], op_name: str, warmup: in
     candidate first when k is even (warm-ups too), so slow drift and "always second" effects cancel
     across processes as well; the order of every repeat is returned.
     """
-    shims = {arm: _shim(module, op_name, f"{source} ({arm})") for arm, (module, _f) in arms.items()}
+    shims = {arm: _shim(module, op_name, f"{source} ({arm})", libraries) for arm, (module, _f) in arms.items()}
     _settle_heap()
     samples: dict[str, list[dict]] = {"baseline": [], "candidate": []}
     order = []
@@ -139,9 +159,9 @@ def profile_case(function, roots: list[Path]) -> list[dict]:
         if event not in ("call", "return") or not code.co_filename.startswith(folders):
             return
         if event == "call":
-            stack.setdefault(id(frame), []).append(time.perf_counter_ns())
+            stack.setdefault(id(frame), []).append(harness_guard.CLOCK_NS())
         elif stack.get(id(frame)):
-            elapsed = time.perf_counter_ns() - stack[id(frame)].pop()
+            elapsed = harness_guard.CLOCK_NS() - stack[id(frame)].pop()
             entry = totals.setdefault(code.co_qualname, [0, 0])
             entry[0] += 1
             entry[1] += elapsed
@@ -172,6 +192,7 @@ def main(argv=None) -> int:
     manifest = load_manifest(args.manifest, check_schema=False)  # the parent validated it
     known_case(manifest, args.case_id, args.manifest)
     op_dir, runner = Path(args.op_dir).resolve(), Path(args.runner).resolve()
+    libraries = harness_guard.preload()  # before the operator's import: what it may not replace
     module = load_runner_module(runner, op_dir)
     function = case_function(module, manifest, args.case_id, args.manifest)
     try:
@@ -182,10 +203,11 @@ def main(argv=None) -> int:
             base = load_runner_module(base_runner, op_dir, name=f"{base_runner.stem}__paired_baseline")
             arms = {"baseline": (base, case_function(base, manifest, args.case_id, args.manifest)),
                     "candidate": (module, function)}
-            result = time_paired(arms, args.op_name, args.warmup, args.repeats, str(runner), args.first_repeat)
+            result = time_paired(arms, args.op_name, args.warmup, args.repeats, str(runner), args.first_repeat,
+                                 libraries)
         else:
             result = {"samples": time_case(module, function, args.op_name, args.warmup, args.repeats,
-                                           str(runner))}
+                                           str(runner), libraries)}
     except (ContractError, CheckFailed):
         raise
     except Exception as exc:  # the operator's own test failed: one line, exit 1
