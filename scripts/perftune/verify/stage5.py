@@ -283,7 +283,8 @@ def gate_p10(ctx: Context) -> list[Finding]:
         if golden and [json_rows(k) for k in row["inputs"]] != [json_rows(expected)]:
             problems.append(("cheating", f"case {row['case']}: the re-measured call received other inputs than the "
                              "golden factory's seed-42 inputs"))
-    return [Finding("P10", cat, msg, (note.get("path", ""),)) for cat, msg in problems]
+    return [Finding("P10", cat, msg, (note.get("path", ""),), check=rest[0] if rest else "")
+            for cat, msg, *rest in problems]
 
 
 def json_rows(key) -> str:

@@ -21,7 +21,11 @@ carries exactly one ``PYPTO_PERF_SELECTED_CASE=<id>`` line. Unknown case id: exi
 usage:
   python -m perftune.measure.backends.cpu_runner --op-dir DIR --runner FILE --manifest FILE --case-id ID
       --op-name NAME --warmup N --repeats N --output FILE [--mode time|profile]
-      [--paired-runner FILE --first-repeat N]
+      [--paired-runner FILE --first-repeat N] [--fresh-seed N]
+
+``--fresh-seed N`` (the verifier's P10): every op call is timed on new data of the same shapes drawn
+with seed N + the call's index (``measure/fresh_data.py``), then made again untimed on the test's own
+arguments, so the test's check still passes and a kernel cannot have seen the timed data.
 """
 
 from __future__ import annotations
@@ -37,15 +41,15 @@ from ...contract import protocol
 from ...argv import parser_from_doc
 from ...errors import CheckFailed, ContractError, run_cli
 from ...contract.manifest import load_manifest
-from .. import attestation
+from .. import attestation, fresh_data
 from .case_adapter import case_function, known_case, load_runner_module, seed_all
 
 
 class TimingShim:
     """Callable standing in for the op: times each call, counts calls."""
 
-    def __init__(self, target, libraries: dict[str, int] | None = None) -> None:
-        self.target = target
+    def __init__(self, target, libraries: dict[str, int] | None = None, fresh_seed: int | None = None) -> None:
+        self.target, self.fresh_seed, self.drawn = target, fresh_seed, 0
         self.libraries = libraries if libraries is not None else harness_guard.library_snapshot()
         self.calls = 0
         self.durations_ns: list[int] = []
@@ -53,6 +57,22 @@ class TimingShim:
         self.pending: list[tuple] = []
 
     def __call__(self, *args, **kwargs):
+        caller = attestation.caller_name()
+        if self.fresh_seed is not None:
+            return self._fresh_call(args, kwargs, caller)
+        return self._timed(args, kwargs, caller)
+
+    def _fresh_call(self, args: tuple, kwargs: dict, caller: str):
+        """``--fresh-seed``: time the op on new data of the same shapes (seed + call index), then call
+        it untimed on the test's own arguments so the test still checks what it built."""
+        seed = self.fresh_seed + self.drawn
+        self.drawn += 1
+        self._timed(tuple(fresh_data.fresh_like(a, seed + i) for i, a in enumerate(args)),
+                    {k: fresh_data.fresh_like(v, seed + 1000 + i) for i, (k, v) in enumerate(sorted(kwargs.items()))},
+                    caller)
+        return self.target(*args, **kwargs)
+
+    def _timed(self, args: tuple, kwargs: dict, caller: str):
         pre = attestation.before(args, kwargs)  # outside the timed region
         guard = harness_guard.CallGuard(self.libraries)
         clock = harness_guard.CLOCK_NS
@@ -68,7 +88,7 @@ class TimingShim:
         guard.returned()
         self.calls += 1
         self.durations_ns.append(stop - start)
-        record = attestation.after(pre, args, kwargs, result, attestation.caller_name())
+        record = attestation.after(pre, args, kwargs, result, caller)
         self.attestations.append(record)
         self.pending.append((guard, pre, args, kwargs, result, record))
         return result
@@ -81,12 +101,13 @@ class TimingShim:
         self.pending = []
 
 
-def _shim(module, op_name: str, source: str, libraries: dict[str, int] | None = None) -> tuple[object, "TimingShim"]:
+def _shim(module, op_name: str, source: str, libraries: dict[str, int] | None = None,
+          fresh_seed: int | None = None) -> tuple[object, "TimingShim"]:
     target = getattr(module, op_name, None)
     if not callable(target):
         raise ContractError(source, "protocol.op_name", f"{op_name!r} is not a function of the runner module",
                             "freeze the exact name of the kernel function (see list-op-names)")
-    shim = TimingShim(target, libraries)
+    shim = TimingShim(target, libraries, fresh_seed)
     setattr(module, op_name, shim)
     return target, shim
 
@@ -109,9 +130,9 @@ def _settle_heap() -> None:
 
 
 def time_case(module, function, op_name: str, warmup: int, repeats: int, source: str,
-              libraries: dict[str, int] | None = None) -> list[dict]:
+              libraries: dict[str, int] | None = None, fresh_seed: int | None = None) -> list[dict]:
     """Run warm-ups then repeats of ``function`` with ``op_name`` shimmed; one sample per repeat."""
-    target, shim = _shim(module, op_name, source, libraries)
+    target, shim = _shim(module, op_name, source, libraries, fresh_seed)
     _settle_heap()
     try:
         calls = [_one_call(shim, function, op_name, i, source) for i in range(warmup + repeats)]
@@ -121,7 +142,8 @@ def time_case(module, function, op_name: str, warmup: int, repeats: int, source:
 
 
 def time_paired(arms: dict[str, tuple[object, object]], op_name: str, warmup: int, repeats: int,
-                source: str, first_repeat: int = 0, libraries: dict[str, int] | None = None) -> dict:
+                source: str, first_repeat: int = 0, libraries: dict[str, int] | None = None,
+                fresh_seed: int | None = None) -> dict:
     """Interleave the ``baseline`` and ``candidate`` arms in one process, per repeat.
 
     Round-wide repeat k (= ``first_repeat`` + the index in this process + 1; a round spread over
@@ -129,7 +151,7 @@ def time_paired(arms: dict[str, tuple[object, object]], op_name: str, warmup: in
     candidate first when k is even (warm-ups too), so slow drift and "always second" effects cancel
     across processes as well; the order of every repeat is returned.
     """
-    shims = {arm: _shim(module, op_name, f"{source} ({arm})", libraries) for arm, (module, _f) in arms.items()}
+    shims = {arm: _shim(module, op_name, f"{source} ({arm})", libraries, fresh_seed) for arm, (module, _f) in arms.items()}
     _settle_heap()
     samples: dict[str, list[dict]] = {"baseline": [], "candidate": []}
     order = []
@@ -188,7 +210,10 @@ def main(argv=None) -> int:
     parser.add_argument("--paired-runner", help="saved baseline runner, interleaved per repeat (time mode)")
     parser.add_argument("--first-repeat", type=int, default=0,
                         help="round-wide index (from 0) of this process's first repeat (paired arm order)")
+    parser.add_argument("--fresh-seed", type=int, help="time the op on new data drawn from this seed "
+                        "(stage5_check P10), the test's own data passed untimed")
     args = parser.parse_args(argv)
+    fresh_seed = None if args.fresh_seed is None else args.fresh_seed + 1000 * args.first_repeat
     manifest = load_manifest(args.manifest, check_schema=False)  # the parent validated it
     known_case(manifest, args.case_id, args.manifest)
     op_dir, runner = Path(args.op_dir).resolve(), Path(args.runner).resolve()
@@ -204,10 +229,10 @@ def main(argv=None) -> int:
             arms = {"baseline": (base, case_function(base, manifest, args.case_id, args.manifest)),
                     "candidate": (module, function)}
             result = time_paired(arms, args.op_name, args.warmup, args.repeats, str(runner), args.first_repeat,
-                                 libraries)
+                                 libraries, fresh_seed)
         else:
             result = {"samples": time_case(module, function, args.op_name, args.warmup, args.repeats,
-                                           str(runner), libraries)}
+                                           str(runner), libraries, fresh_seed)}
     except (ContractError, CheckFailed):
         raise
     except Exception as exc:  # the operator's own test failed: one line, exit 1
