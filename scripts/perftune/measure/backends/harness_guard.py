@@ -13,8 +13,8 @@ interpreter's own functions, never to anything the operator's code installs. Per
   calling thread's CPU time (``time.thread_time_ns``) during the call, and from its return to the
   test's end: a kernel may use threads while it runs (the call's time includes them), but CPU spent
   by other threads after the call returned is work finished outside the timed region;
-- ``patched``: attributes of the libraries a kernel computes with (numpy and its submodules loaded
-  before the operator's import, ``math``, ``time``, ``builtins``, ``torch``) that are no longer the
+- ``patched``: attributes of the libraries a kernel computes with (numpy and its submodules as they
+  were right after numpy's first import, before the operator's module saw it, ``math``, ``time``, ``builtins``, ``torch``) that are no longer the
   objects they were before the operator's module was imported (a module that slows the baseline arm
   or fakes a library routine by patching numpy).
 
@@ -23,6 +23,7 @@ The verifier reads these records from ``attestation.json`` (``verify/timed_calls
 
 from __future__ import annotations
 
+import importlib.abc
 import os
 import resource
 import sys
@@ -62,13 +63,45 @@ def children() -> int:
     return total
 
 
+class _SnapshotOnImport(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Adds numpy's attributes to the snapshot right after numpy's first import, before the importer
+    (the operator's module) sees it; the runner itself never imports numpy (a runner without it
+    must not pay for it)."""
+
+    def __init__(self, into: dict[str, int]) -> None:
+        self.into, self.inner, self.finding = into, None, False
+
+    def find_spec(self, fullname, path, target=None):
+        if fullname != "numpy" or self.finding:
+            return None
+        self.finding = True
+        try:
+            spec = next((found for finder in sys.meta_path if finder is not self and hasattr(finder, "find_spec")
+                         and (found := finder.find_spec(fullname, path, target)) is not None), None)
+        finally:
+            self.finding = False
+        if spec is None or spec.loader is None:
+            return spec
+        self.inner, spec.loader = spec.loader, self
+        return spec
+
+    def create_module(self, spec):
+        return self.inner.create_module(spec)
+
+    def exec_module(self, module) -> None:
+        module.__spec__.loader = module.__loader__ = self.inner
+        if self in sys.meta_path:
+            sys.meta_path.remove(self)
+        self.inner.exec_module(module)
+        self.into.update(library_snapshot())
+
+
 def preload() -> dict[str, int]:
-    """Import numpy (when installed) and snapshot the libraries: called before the operator's import."""
-    try:
-        import numpy  # noqa: F401  (the operator imports it anyway; loaded first, its functions are the reference)
-    except ImportError:
-        pass
-    return library_snapshot()
+    """The library snapshot, taken before the operator's import (numpy's part when it is first imported)."""
+    snapshot = library_snapshot()
+    if "numpy" not in sys.modules:
+        sys.meta_path.insert(0, _SnapshotOnImport(snapshot))
+    return snapshot
 
 
 def library_snapshot() -> dict[str, int]:
