@@ -229,3 +229,58 @@ def test_legal_twin_passes(frozen, name):
 
 def test_clean_example_passes(frozen):
     assert _measured(frozen) == []
+
+
+# --- Deliver 3: the speed-relevant environment is in the fingerprint; another one is refused ---
+
+def test_a_final_round_under_other_thread_variables_is_refused(monkeypatch):
+    from perftune.measure import fingerprint
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    base = {"environment": fingerprint.cpu()}
+    assert base["environment"]["OMP_NUM_THREADS"] == "1" and "affinity" in base["environment"]
+    assert fingerprint.mismatch(base, {"environment": fingerprint.cpu()}) is None   # the legal twin
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")
+    assert "OMP_NUM_THREADS" in fingerprint.mismatch(base, {"environment": fingerprint.cpu()})
+
+
+# --- Deliver 2: data the kernel could not have seen ---
+
+def test_fresh_data_keeps_shape_dtype_and_type_for_numpy_and_torch():
+    import numpy as np
+    import torch
+    from perftune.measure import fresh_data
+    x = np.random.default_rng(42).standard_normal((8, 16)).astype(np.float16)
+    t = torch.from_numpy(x.astype(np.float32)).to(torch.bfloat16)
+    for value in (x, t, np.arange(12, dtype=np.int32)):
+        new = fresh_data.fresh_like(value, 4243)
+        assert type(new) is type(value) and tuple(new.shape) == tuple(value.shape) and new.dtype == value.dtype
+        assert bool((new != value).any())
+        assert bool((new == fresh_data.fresh_like(value, 4243)).all())   # the seed decides the data
+    assert fresh_data.fresh_like("not a tensor", 1) == "not a tensor"
+
+
+def test_the_runner_times_fresh_data_and_the_test_still_checks_its_own(frozen, tmp_path):
+    import subprocess
+    import sys
+    from perftune.measure.backends.base import runner_env
+
+    def run(*extra):
+        out = tmp_path / f"result{len(extra)}.json"
+        argv = [sys.executable, "-m", "perftune.measure.backends.cpu_runner", "--op-dir", str(frozen), "--runner",
+                str(frozen / TEST), "--manifest", str(frozen / "PERFORMANCE_CASES.json"), "--case-id",
+                "r64_c4096_fp32", "--op-name", "softmax_kernel", "--warmup", "1", "--repeats", "3",
+                "--output", str(out), *extra]
+        proc = subprocess.run(argv, cwd=frozen, env=runner_env(0), capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr   # the test's own precision check passed
+        return [s["attestation"]["inputs"][0]["sha256"] for s in json.loads(out.read_text())["samples"]]
+
+    frozen_inputs, fresh = run(), run("--fresh-seed", "91234")
+    assert len(set(frozen_inputs)) == 1                                   # seed 42: one input
+    assert len(set(fresh)) == 3 and not set(fresh) & set(frozen_inputs)   # a new input per timed call
+
+
+def test_the_fresh_data_rule():
+    from perftune.verify import remeasure
+    assert remeasure.fresh_problem(6.0, 1.1) is not None       # a content cache: the speed-up collapses
+    assert remeasure.fresh_problem(6.0, 4.5) is None           # an honest kernel keeps it (noise allowed)
+    assert remeasure.fresh_problem(0.9, 0.2) is None           # no speed-up claimed: nothing to collapse
