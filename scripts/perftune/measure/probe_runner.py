@@ -78,8 +78,8 @@ class CallTrace:
             elif self.op_word and frame.f_code.co_name.lower() == self.op_word:
                 self.hits.add(f"library {frame.f_globals.get('__name__')}.{frame.f_code.co_name}")
         elif event == "c_call" and self.op_word and getattr(arg, "__name__", "").lower() == self.op_word:
-            self.hits.add(f"library {getattr(arg, '__module__', None) or type(getattr(arg, '__self__', None)).__name__}."
-                          f"{arg.__name__}")
+            owner = getattr(arg, "__module__", None) or type(getattr(arg, "__self__", None)).__name__
+            self.hits.add(f"library {owner}.{arg.__name__}")
 
     def run(self, target, args, kwargs):
         previous = sys.getprofile()
@@ -309,7 +309,8 @@ def correctness(module, function, op_dir: Path, manifest, case_id: str, op_name:
         out["attestation"] = first["record"]
         out["op_called"] = sorted(trace.hits)
         now = attestation.describe(first["args"][first["written"][0]] if first["written"] else first["result"], "-")
-        out["output_changed_after_return"] = now.get("sha256") != (first["record"]["outputs"] or [{}])[-1 if not first["written"] else 0].get("sha256")
+        at_return = (first["record"]["outputs"] or [{}])[0 if first["written"] else -1]
+        out["output_changed_after_return"] = now.get("sha256") != at_return.get("sha256")
         dtype = (first["record"]["outputs"] or [{}])[0].get("dtype") or manifest.case(case_id).dtype
         gate, reference = precision.gate_for(gate_frozen, dtype), _reference(op_dir, gate_frozen)
         out.update(frozen_gate=gate, gate_dtype=dtype)

@@ -151,7 +151,8 @@ def time_paired(arms: dict[str, tuple[object, object]], op_name: str, warmup: in
     candidate first when k is even (warm-ups too), so slow drift and "always second" effects cancel
     across processes as well; the order of every repeat is returned.
     """
-    shims = {arm: _shim(module, op_name, f"{source} ({arm})", libraries, fresh_seed) for arm, (module, _f) in arms.items()}
+    shims = {arm: _shim(module, op_name, f"{source} ({arm})", libraries, fresh_seed)
+             for arm, (module, _f) in arms.items()}
     _settle_heap()
     samples: dict[str, list[dict]] = {"baseline": [], "candidate": []}
     order = []

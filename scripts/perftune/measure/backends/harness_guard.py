@@ -14,9 +14,9 @@ interpreter's own functions, never to anything the operator's code installs. Per
   test's end: a kernel may use threads while it runs (the call's time includes them), but CPU spent
   by other threads after the call returned is work finished outside the timed region;
 - ``patched``: attributes of the libraries a kernel computes with (numpy and its submodules as they
-  were right after numpy's first import, before the operator's module saw it, ``math``, ``time``, ``builtins``, ``torch``) that are no longer the
-  objects they were before the operator's module was imported (a module that slows the baseline arm
-  or fakes a library routine by patching numpy).
+  were right after numpy's first import, before the operator's module saw it; ``math``, ``time``,
+  ``builtins``, ``torch``) that are no longer the objects they were before the operator's import
+  (a module that slows the baseline arm or fakes a library routine by patching numpy).
 
 The verifier reads these records from ``attestation.json`` (``verify/timed_calls.py``).
 """
