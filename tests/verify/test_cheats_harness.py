@@ -119,6 +119,20 @@ def _slow_exp(*args, **kwargs):
 np.exp = _slow_exp
 softmax_kernel = _honest
 ''', {"P9.patched_library"}),
+    # C8 on disk: results replayed from a file cache (written by the first call, read while timed)
+    "disk_cache": ('''
+import hashlib as _hashlib, os as _os, tempfile as _tempfile
+_DIR = _os.path.join(_os.path.dirname(_os.path.abspath(__file__)), ".replay")  # kept across processes
+_os.makedirs(_DIR, exist_ok=True)
+def softmax_kernel(x, out):
+    key = repr((x.shape, x.dtype.str)).encode() + x.reshape(-1)[:8].tobytes()
+    path = _os.path.join(_DIR, _hashlib.sha1(key).hexdigest() + ".bin")
+    if _os.path.exists(path):
+        out[...] = np.fromfile(path, dtype=out.dtype).reshape(out.shape)
+        return
+    _honest(x, out)
+    out.tofile(path)
+''', {"P9.file_io"}),
 }
 
 TWINS = {
@@ -178,6 +192,14 @@ def softmax_wrapper(x):
 ''',
     # the reference is called by the test, outside the kernel (the shipped test does that)
     "reference_inside": '''
+softmax_kernel = _honest
+''',
+    # an input-independent table built at import and kept in a file, never written while timed
+    "disk_cache": '''
+import os as _os, tempfile as _tempfile
+_TABLE = _os.path.join(_tempfile.mkdtemp(prefix="table_"), "ones.bin")
+np.ones(1 << 16, np.float64).tofile(_TABLE)
+_ONES = np.fromfile(_TABLE, dtype=np.float64)
 softmax_kernel = _honest
 ''',
     # numpy state set at import (print options), no attribute replaced

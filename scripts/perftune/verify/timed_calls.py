@@ -23,6 +23,9 @@ missing harness record (``performance_evidence_invalid``: re-collect with this c
   ``max(OTHER_CPU_SHARE × the call's time, OTHER_CPU_FLOOR_US)`` before the test ended (work
   handed to a thread and finished outside the timed region; threads working DURING the call are
   legal, the call's time includes them).
+- ``P9.file_io``: the process read or wrote more than ``IO_LIMIT_BYTES`` during the timed call
+  (``/proc/self/io`` rchar/wchar: a result cache kept on disk; a kernel's debug print stays below it;
+  a module first imported inside a timed call, with no warm-up, would count too).
 - ``P9.patched_library``: the operator's module replaced a numpy/math/time/builtins/torch attribute
   (e.g. slowing the paired baseline arm, or faking a library routine).
 - ``P9.reference_call``: during the correctness probe's call the op called into the frozen reference
@@ -39,6 +42,7 @@ from ..errors import PerftuneError
 from ..measure import attestation, evidence
 
 OTHER_CPU_SHARE, OTHER_CPU_FLOOR_US = 0.25, 200.0
+IO_LIMIT_BYTES = 64 * 1024
 Problem = tuple[str, str, str, str | None, str | None]
 
 
@@ -109,6 +113,12 @@ def harness_problems(where: str, record: dict[str, Any], duration_us: float | No
         out.append(("P9.other_cpu", "cheating", f"{where}: other threads used {other:.0f} us of CPU after a "
                     f"{duration_us or 0:.0f} us call returned (work handed to another thread)",
                     f"<= {limit:.0f} us", f"{other:.0f} us"))
+    io = harness.get("io_bytes") or {}
+    moved = max(int(io.get("read") or 0), int(io.get("written") or 0))
+    if moved > IO_LIMIT_BYTES:
+        out.append(("P9.file_io", "cheating", f"{where}: the timed call read {io.get('read')} and wrote "
+                    f"{io.get('written')} bytes (files, pipes: a replay cache on disk)", f"<= {IO_LIMIT_BYTES} bytes",
+                    f"{moved} bytes"))
     if harness.get("patched"):
         out.append(("P9.patched_library", "cheating", f"{where}: the operator's code replaced library attributes "
                     f"{harness['patched'][:5]}", "numpy/math/time/builtins untouched", ", ".join(harness["patched"][:5])))

@@ -13,6 +13,8 @@ interpreter's own functions, never to anything the operator's code installs. Per
   calling thread's CPU time (``time.thread_time_ns``) during the call, and from its return to the
   test's end: a kernel may use threads while it runs (the call's time includes them), but CPU spent
   by other threads after the call returned is work finished outside the timed region;
+- ``io_bytes``: bytes the process read and wrote during the call (``/proc/self/io``; a replay cache
+  on disk, written while timed);
 - ``patched``: attributes of the libraries a kernel computes with (numpy and its submodules as they
   were right after numpy's first import, before the operator's module saw it; ``math``, ``time``,
   ``builtins``, ``torch``) that are no longer the objects they were before the operator's import
@@ -40,6 +42,16 @@ _LIBRARIES = ("numpy", "numpy.linalg", "numpy.fft", "numpy.random", "math", "tim
 def _process_cpu_ns() -> int:
     usage = _GETRUSAGE(resource.RUSAGE_SELF)
     return int((usage.ru_utime + usage.ru_stime) * 1e9)
+
+
+def io_bytes() -> tuple[int, int]:
+    """(bytes read, bytes written) by this process so far (``/proc/self/io`` rchar/wchar; 0 without it)."""
+    try:
+        with open("/proc/self/io", encoding="ascii") as handle:
+            fields = dict(line.split(":", 1) for line in handle.read().splitlines() if ":" in line)
+        return int(fields.get("rchar", 0)), int(fields.get("wchar", 0))
+    except (OSError, ValueError):
+        return 0, 0
 
 
 def native_threads() -> int:
@@ -134,10 +146,13 @@ class CallGuard:
         self.libraries = libraries
         self.threads = [native_threads()]
         self.children = [children()]
+        self.io0 = io_bytes()
         self.cpu0, self.thread0 = _process_cpu_ns(), _THREAD_NS()
 
     def returned(self) -> None:
         self.cpu1, self.thread1 = _process_cpu_ns(), _THREAD_NS()
+        io1 = io_bytes()
+        self.io = {"read": io1[0] - self.io0[0], "written": io1[1] - self.io0[1]}
         self.threads.append(native_threads())
         self.children.append(children())
 
@@ -149,5 +164,5 @@ class CallGuard:
         self.children.append(children())
         return {"timer_intact": timer_intact(), "threads": self.threads, "children": self.children,
                 "other_cpu_us": round(max(during, 0) / 1000, 3), "other_cpu_after_us": round(max(after, 0) / 1000, 3),
-                "patched": patched(self.libraries)[:20], "outputs_at_end": outputs_at_end}
+                "patched": patched(self.libraries)[:20], "outputs_at_end": outputs_at_end, "io_bytes": self.io}
 
