@@ -18,9 +18,8 @@ in ``stage5_check.json``. Rules (docs/stage5-check.md, with the measurements beh
   the same shapes drawn with a seed chosen at check time (``cpu_runner --fresh-seed``; the seed-42
   inputs stay the contract, the test still checks its own data untimed; at most ``FRESH_REPEATS``
   repeats), made only when the smaller of the delivered and the seed-42 re-measured speed-up is
-  above ``FRESH_MIN_SPEEDUP`` (nothing to collapse otherwise). A speed-up on fresh data below ``FRESH_SHARE`` times it, in each of
-  ``FRESH_ATTEMPTS`` attempts, is
-  ``cheating`` (``P10.fresh_data``): the kernel's time depends on having seen the data (a content
+  above ``FRESH_MIN_SPEEDUP`` (nothing to collapse otherwise). A speed-up on fresh data below
+  ``FRESH_SHARE`` times it, in each of ``FRESH_ATTEMPTS`` attempts, is ``cheating`` (``P10.fresh_data``): the kernel's time depends on having seen the data (a content
   cache, results precomputed for the frozen inputs).
 - moved work: ``moved`` = growth of the wrapper-minus-op time from baseline to final (medians of
   ``GAP_CALLS`` interleaved calls); ``moved > max(GAP_SHARE * final op time, GAP_FLOOR_US)`` is
