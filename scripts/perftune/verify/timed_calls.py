@@ -59,7 +59,11 @@ def _arms(rnd: evidence.RoundEvidence, case_id: str, delivered_sha: str):
                 obj = fsio.read_json(path, what="attestation")
             except PerftuneError:
                 obj = None  # P9.attestation reports a missing record
-            rows.append((index, obj if isinstance(obj, dict) and "unavailable" not in obj else None))
+            if not isinstance(obj, dict) or "unavailable" in obj:
+                rows.append((index, None))
+                continue
+            for call in (obj["calls"] if isinstance(obj.get("calls"), list) else [obj]):  # msprof: several
+                rows.append((index, call if isinstance(call, dict) else None))
         yield arm or "candidate", is_delivered, rows
 
 
