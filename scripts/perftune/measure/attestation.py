@@ -6,8 +6,11 @@ op with :class:`Recorder` logic: :func:`before` describes every argument right b
 whose digest changed was written by the op (an output buffer); every other argument is an input.
 The record of one call is::
 
-    {"inputs": [{"arg", "kind", "shape", "dtype", "contiguous", "sha256"}, ...],
+    {"inputs": [{"arg", "kind", "shape", "dtype", "contiguous", "sha256", "type"}, ...],
      "outputs": [...same, for written arguments and the return value...], "caller": "<function>"}
+
+The returned value also carries ``owned`` (it owns its memory, or is a caller's buffer returned as
+given), ``aliases`` (arguments it shares memory with) and ``returned_argument`` (:func:`ownership`).
 
 ``caller`` is the function that called the op (the wrapper; ``stage5_check`` times it beside the
 kernel). Tensors are numpy arrays or objects with ``detach``/``cpu`` (torch): their bytes are
@@ -62,7 +65,29 @@ def describe(value: Any, arg: str) -> dict[str, Any]:
     data = numpy.ascontiguousarray(array)
     digest = hashlib.sha256(memoryview(data).cast("B")).hexdigest() if data.size else hashlib.sha256().hexdigest()
     return {"arg": arg, "kind": "tensor", "shape": [int(d) for d in getattr(value, "shape", array.shape)],
-            "dtype": _dtype_name(value, array), "contiguous": contiguous, "sha256": digest}
+            "dtype": _dtype_name(value, array), "contiguous": contiguous, "sha256": digest,
+            "type": f"{type(value).__module__}.{type(value).__qualname__}"}
+
+
+PLAIN_TYPES = ("numpy.ndarray", "torch.Tensor", "torch.nn.parameter.Parameter")
+
+
+def ownership(result: Any, args: tuple, kwargs: dict, inputs: list[str]) -> dict[str, Any]:
+    """Whether the returned tensor owns its memory (or is one of the caller's buffers, returned as
+    given) and which arguments it shares memory with (a view or an alias of an input)."""
+    array = _host_array(result) if result is not None else None
+    if array is None:
+        return {}
+    named = _named(args, kwargs)
+    given = [name for name, value in named if value is result]
+    numpy = sys.modules["numpy"]
+    aliases = [name for name, value in named if name in inputs and _host_array(value) is not None
+               and numpy.may_share_memory(array, _host_array(value))]
+    if isinstance(result, numpy.ndarray):
+        owned = bool(result.flags.owndata) or bool(given)
+    else:
+        owned = getattr(result, "_base", None) is None or bool(given)
+    return {"owned": owned, "aliases": aliases, "returned_argument": given[0] if given else None}
 
 
 def _named(args: tuple, kwargs: dict) -> list[tuple[str, Any]]:
@@ -76,7 +101,10 @@ def before(args: tuple, kwargs: dict) -> list[dict[str, Any]]:
 
 def after(pre: list[dict[str, Any]], args: tuple, kwargs: dict, result: Any, caller: str) -> dict[str, Any]:
     """The call's record: unchanged arguments are inputs; written ones and the result are outputs."""
-    return split(pre, before(args, kwargs), result, caller)
+    record = split(pre, before(args, kwargs), result, caller)
+    if result is not None and record["outputs"]:
+        record["outputs"][-1].update(ownership(result, args, kwargs, [i["arg"] for i in record["inputs"]]))
+    return record
 
 
 def split(pre: list[dict[str, Any]], post: list[dict[str, Any]], result: Any, caller: str) -> dict[str, Any]:

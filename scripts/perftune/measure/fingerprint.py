@@ -5,7 +5,12 @@ from different fingerprints are not comparable: ``compare_perf.py`` refuses them
 P2 fails, naming the first differing field (:func:`mismatch`).
 
 - cpu: ``cpu_model`` (``/proc/cpuinfo`` model name, else ``platform.processor()``), ``cpu_count``,
-  ``machine``, ``python``, ``numpy`` and ``blas`` (numpy's build configuration: name and version).
+  ``machine``, ``python``, ``numpy`` and ``blas`` (numpy's build configuration: name and version),
+  and the environment that changes speed: ``OMP_NUM_THREADS``/``OPENBLAS_NUM_THREADS``/
+  ``MKL_NUM_THREADS`` as the measured process gets them (``runner_env``: 1 unless set),
+  ``affinity`` (CPUs in ``os.sched_getaffinity``) and ``governor`` (``scaling_governor`` of cpu0
+  where sysfs shows it, else ``null``). A final round under another environment than the baseline
+  is therefore refused like one on another machine.
 - msprof: ``msprof_help_sha256`` (sha256 of ``msprof --help`` output: the tool build),
   ``cann_version`` (``ascend_toolkit_install.info`` under ``ASCEND_HOME_PATH`` or
   ``/usr/local/Ascend/ascend-toolkit/latest``), ``driver_version`` and ``firmware_version``
@@ -62,10 +67,25 @@ def _key_value(path: Path, key: str) -> str | None:
     return found.group(1) if found else None
 
 
+def speed_environment() -> dict[str, Any]:
+    """Thread-pool variables the measured process runs with, CPU affinity, frequency governor."""
+    from .backends.base import BLAS_THREAD_VARS
+    out: dict[str, Any] = {name: os.environ.get(name, "1") for name in BLAS_THREAD_VARS}
+    try:
+        out["affinity"] = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        out["affinity"] = None
+    try:
+        out["governor"] = Path("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor").read_text().strip() or None
+    except OSError:
+        out["governor"] = None
+    return out
+
+
 def cpu() -> dict[str, Any]:
     import numpy
     return {"backend": "cpu", "cpu_model": _cpu_model(), "cpu_count": os.cpu_count(), "machine": platform.machine(),
-            "python": platform.python_version(), "numpy": numpy.__version__, "blas": _blas()}
+            "python": platform.python_version(), "numpy": numpy.__version__, "blas": _blas(), **speed_environment()}
 
 
 def msprof(executable: str = "msprof") -> dict[str, Any]:

@@ -44,19 +44,58 @@ from ..argv import parser_from_doc
 from ..contract import precision
 from ..contract.manifest import load_manifest
 from ..errors import ContractError, PerftuneError, run_cli
-from . import attestation, reference_call
+from . import attestation, fresh_data, reference_call
 from .backends.case_adapter import case_function, known_case, load_runner_module, seed_all
 
 PROBE_SEEDS = (4243, 4244)
+_CLOCK_NS = time.perf_counter_ns  # bound before the operator's module is imported (gap mode times with it)
 _MIN_NAMES = ("min_matched", "min_matched_ratio", "matched_min", "min_match_ratio", "min_matched_fraction")
 _NUMPY_DEFAULTS = {"isclose": (1e-05, 1e-08), "allclose": (1e-05, 1e-08), "assert_allclose": (1e-07, 0.0)}
 
 
-class OpRecorder:
-    """Stands in for the op: attests each call, keeps the last call's objects and the caller's args."""
+def _snapshot(value):
+    """An owned copy of a tensor as it is now (numpy or torch); anything else as it is."""
+    numpy = sys.modules.get("numpy")
+    if numpy is not None and isinstance(value, numpy.ndarray):
+        return numpy.array(value, copy=True)
+    if hasattr(value, "detach") and hasattr(value, "clone"):
+        return value.detach().clone()
+    return value
 
-    def __init__(self, target) -> None:
-        self.target, self.calls = target, []
+
+class CallTrace:
+    """Python functions (and C functions) the op called: the frozen reference, the golden module,
+    a library function named like the operator (``sys.setprofile``; the probe's call is untimed)."""
+
+    def __init__(self, forbidden: dict[str, str], op_word: str) -> None:
+        self.forbidden, self.op_word, self.hits = forbidden, op_word.lower(), set()
+
+    def hook(self, frame, event, arg):
+        if event == "call":
+            where = self.forbidden.get(frame.f_code.co_filename)
+            if where:
+                self.hits.add(f"{where}:{frame.f_code.co_name}")
+            elif self.op_word and frame.f_code.co_name.lower() == self.op_word:
+                self.hits.add(f"library {frame.f_globals.get('__name__')}.{frame.f_code.co_name}")
+        elif event == "c_call" and self.op_word and getattr(arg, "__name__", "").lower() == self.op_word:
+            owner = getattr(arg, "__module__", None) or type(getattr(arg, "__self__", None)).__name__
+            self.hits.add(f"library {owner}.{arg.__name__}")
+
+    def run(self, target, args, kwargs):
+        previous = sys.getprofile()
+        sys.setprofile(self.hook)
+        try:
+            return target(*args, **kwargs)
+        finally:
+            sys.setprofile(previous)
+
+
+class OpRecorder:
+    """Stands in for the op: attests each call, keeps the last call's objects and the caller's args,
+    and a copy of the output as it was when the call returned (work finished later is not credited)."""
+
+    def __init__(self, target, trace: CallTrace | None = None) -> None:
+        self.target, self.calls, self.trace = target, [], trace
 
     def __call__(self, *args, **kwargs):
         frame = sys._getframe(1)
@@ -64,12 +103,16 @@ class OpRecorder:
         params = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
         caller_args = [frame.f_locals[p] for p in params if p in frame.f_locals]
         pre = attestation.before(args, kwargs)
-        result = self.target(*args, **kwargs)
+        result = self.trace.run(self.target, args, kwargs) if self.trace else self.target(*args, **kwargs)
         post = attestation.before(args, kwargs)
         record = attestation.split(pre, post, result, code.co_name)
+        if result is not None and record["outputs"]:
+            record["outputs"][-1].update(attestation.ownership(result, args, kwargs,
+                                                               [i["arg"] for i in record["inputs"]]))
         written = [i for i in range(len(args)) if pre[i].get("sha256") != post[i].get("sha256")]
+        at_return = _snapshot(args[written[0]] if written else result)
         self.calls.append({"record": record, "args": args, "result": result, "written": written,
-                           "caller_args": caller_args})
+                           "caller_args": caller_args, "at_return": at_return})
         return result
 
 
@@ -172,20 +215,13 @@ def _reference(op_dir: Path, gate: dict[str, Any] | None):
 
 
 def _fresh(value, seed: int):
-    """Same shape and dtype as ``value``, new data (floating: same mean/std; other: permuted)."""
-    import numpy
-    array = attestation._host_array(value)
-    if array is None or not isinstance(value, numpy.ndarray):
-        return value
-    rng = numpy.random.default_rng(seed)
-    if numpy.issubdtype(array.dtype, numpy.floating):
-        wide = array.astype(numpy.float64)
-        return (rng.standard_normal(array.shape) * (wide.std() or 1.0) + wide.mean()).astype(array.dtype)
-    return rng.permutation(array.reshape(-1)).reshape(array.shape).astype(array.dtype)
+    """Same shape, dtype and type as ``value``, new data (``measure/fresh_data.py``)."""
+    return fresh_data.fresh_like(value, seed)
 
 
 def _output(call: dict[str, Any]):
-    return call["args"][call["written"][0]] if call["written"] else call["result"]
+    """The op's output as it was when the call returned."""
+    return call["at_return"]
 
 
 def _figures(actual, reference, call: tuple, received: list, gate) -> dict[str, Any]:
@@ -201,6 +237,36 @@ def _figures(actual, reference, call: tuple, received: list, gate) -> dict[str, 
     return {**figures, "meets_frozen_gate": precision.meets(figures, gate)}
 
 
+def _empty_like(value):
+    import numpy
+    if isinstance(value, numpy.ndarray) or attestation._host_array(value) is None:
+        return numpy.empty_like(value)
+    import torch
+    return torch.empty_like(value)
+
+
+def op_word(op_name: str) -> str:
+    """The operation a frozen op name names (``softmax_kernel`` → ``softmax``)."""
+    word = op_name.rsplit(".", 1)[-1]
+    for suffix in ("_kernel", "_launch", "_impl", "_op"):
+        word = word[:-len(suffix)] if word.endswith(suffix) else word
+    return word
+
+
+def _forbidden_files(op_dir: Path, gate: dict[str, Any] | None) -> dict[str, str]:
+    """Files the op may not call into: the frozen reference and the golden module."""
+    from ..contract import golden_source
+    out = {}
+    ref = (gate or {}).get("reference")
+    if ref:
+        out[str(fsio.safe_join(op_dir, ref["path"], field="precision_gate.reference").resolve())] = "reference"
+    try:
+        out[str(golden_source.resolve(op_dir).path.resolve())] = "golden"
+    except PerftuneError:
+        pass
+    return out
+
+
 def _probe_calls(module, recorder: OpRecorder, first: dict[str, Any], reference, call: tuple, gate) -> list[dict]:
     import numpy
     wrapper = getattr(module, first["record"]["caller"], None)
@@ -209,9 +275,9 @@ def _probe_calls(module, recorder: OpRecorder, first: dict[str, Any], reference,
     for seed in PROBE_SEEDS:
         recorder.calls.clear()
         if direct:
-            args = [numpy.empty_like(a) if i in first["written"] else _fresh(a, seed) for i, a in enumerate(first["args"])]
-            result = recorder(*args)
-            actual = args[first["written"][0]] if first["written"] else result
+            args = [_empty_like(a) if i in first["written"] else _fresh(a, seed) for i, a in enumerate(first["args"])]
+            recorder(*args)
+            actual = recorder.calls[-1]["at_return"]
             received = [a for i, a in enumerate(args) if i not in first["written"]]
         else:
             received = [_fresh(a, seed) for a in first["caller_args"]]
@@ -228,7 +294,8 @@ def correctness(module, function, op_dir: Path, manifest, case_id: str, op_name:
     if not callable(target):
         raise ContractError(runner, "--op-name", f"{op_name!r} is not a function of the runner", "freeze the exact name")
     gate_frozen = manifest.raw.get("precision_gate")
-    recorder, tracer = OpRecorder(target), GateTracer(str(runner))
+    trace = CallTrace(_forbidden_files(op_dir, gate_frozen), op_word(op_name))
+    recorder, tracer = OpRecorder(target, trace), GateTracer(str(runner))
     setattr(module, op_name, recorder)
     try:
         seed_all()
@@ -238,7 +305,12 @@ def correctness(module, function, op_dir: Path, manifest, case_id: str, op_name:
         if len(recorder.calls) != 1:
             return {**out, "problem": f"the test called {op_name} {len(recorder.calls)} times (need exactly 1)"}
         first = recorder.calls[0]
+        recorder.trace = None  # the probes below are not traced
         out["attestation"] = first["record"]
+        out["op_called"] = sorted(trace.hits)
+        now = attestation.describe(first["args"][first["written"][0]] if first["written"] else first["result"], "-")
+        at_return = (first["record"]["outputs"] or [{}])[0 if first["written"] else -1]
+        out["output_changed_after_return"] = now.get("sha256") != at_return.get("sha256")
         dtype = (first["record"]["outputs"] or [{}])[0].get("dtype") or manifest.case(case_id).dtype
         gate, reference = precision.gate_for(gate_frozen, dtype), _reference(op_dir, gate_frozen)
         out.update(frozen_gate=gate, gate_dtype=dtype)
@@ -269,9 +341,9 @@ class Timer:
 
     def __call__(self, *args, **kwargs):
         self.caller = sys._getframe(1).f_code.co_name
-        start = time.perf_counter_ns()
+        start = _CLOCK_NS()
         result = self.target(*args, **kwargs)
-        self.ns.append(time.perf_counter_ns() - start)
+        self.ns.append(_CLOCK_NS() - start)
         return result
 
 

@@ -54,6 +54,8 @@ class CpuBackend(Backend):
                 "--mode", mode, "--output", str(output)]
         if paired_runner:
             argv += ["--paired-runner", str(paired_runner), "--first-repeat", str(first_repeat)]
+        if spec.fresh_seed is not None:
+            argv += ["--fresh-seed", str(spec.fresh_seed)]
         return argv
 
     def _launch(self, spec: RunSpec, case: Case, log_path: Path, *, mode: str, warmup: int,

@@ -7,7 +7,10 @@ named by the frozen op name (e.g. ``softmax_kernel``) with a timing shim and cal
 test call. One full ``gc.collect()`` + ``gc.freeze()`` runs before the first call, never between
 calls: a collection right before a sample walks the whole heap and leaves the caches cold, which
 inflated µs-scale kernels up to 30x against ``timeit`` (docs/benchmarks.md §3). The shim disables
-GC only around the op call and times it with ``time.perf_counter_ns``. Every test call must call
+GC only around the op call and times it with ``time.perf_counter_ns`` as bound by ``harness_guard``
+before the operator's module is imported; each call also records the harness guard's readings
+(timer identity, threads and children, other threads' CPU time, patched library attributes, the
+output digests once the test returned) under ``harness`` in its attestation. Every test call must call
 the op exactly once (0 or >=2 calls fails, the cpu twin of msprof's "exactly one matching row").
 Inputs are built by the test outside the op call, so they are never timed.
 
@@ -18,65 +21,102 @@ carries exactly one ``PYPTO_PERF_SELECTED_CASE=<id>`` line. Unknown case id: exi
 usage:
   python -m perftune.measure.backends.cpu_runner --op-dir DIR --runner FILE --manifest FILE --case-id ID
       --op-name NAME --warmup N --repeats N --output FILE [--mode time|profile]
-      [--paired-runner FILE --first-repeat N]
+      [--paired-runner FILE --first-repeat N] [--fresh-seed N]
+
+``--fresh-seed N`` (the verifier's P10): every op call is timed on new data of the same shapes drawn
+with seed N + the call's index (``measure/fresh_data.py``), then made again untimed on the test's own
+arguments, so the test's check still passes and a kernel cannot have seen the timed data.
 """
 
 from __future__ import annotations
 
 import gc
 import sys
-import time
 from pathlib import Path
+
+from . import harness_guard  # first: the clocks are bound before any operator code is imported
 
 from ... import fsio
 from ...contract import protocol
 from ...argv import parser_from_doc
 from ...errors import CheckFailed, ContractError, run_cli
 from ...contract.manifest import load_manifest
-from .. import attestation
+from .. import attestation, fresh_data
 from .case_adapter import case_function, known_case, load_runner_module, seed_all
 
 
 class TimingShim:
     """Callable standing in for the op: times each call, counts calls."""
 
-    def __init__(self, target) -> None:
-        self.target = target
+    def __init__(self, target, libraries: dict[str, int] | None = None, fresh_seed: int | None = None) -> None:
+        self.target, self.fresh_seed, self.drawn = target, fresh_seed, 0
+        self.libraries = libraries if libraries is not None else harness_guard.library_snapshot()
         self.calls = 0
         self.durations_ns: list[int] = []
         self.attestations: list[dict] = []
+        self.pending: list[tuple] = []
 
     def __call__(self, *args, **kwargs):
+        caller = attestation.caller_name()
+        if self.fresh_seed is not None:
+            return self._fresh_call(args, kwargs, caller)
+        return self._timed(args, kwargs, caller)
+
+    def _fresh_call(self, args: tuple, kwargs: dict, caller: str):
+        """``--fresh-seed``: time the op on new data of the same shapes (seed + call index), then call
+        it untimed on the test's own arguments so the test still checks what it built."""
+        seed = self.fresh_seed + self.drawn
+        self.drawn += 1
+        self._timed(tuple(fresh_data.fresh_like(a, seed + i) for i, a in enumerate(args)),
+                    {k: fresh_data.fresh_like(v, seed + 1000 + i) for i, (k, v) in enumerate(sorted(kwargs.items()))},
+                    caller)
+        return self.target(*args, **kwargs)
+
+    def _timed(self, args: tuple, kwargs: dict, caller: str):
         pre = attestation.before(args, kwargs)  # outside the timed region
+        guard = harness_guard.CallGuard(self.libraries)
+        clock = harness_guard.CLOCK_NS
         enabled = gc.isenabled()
         gc.disable()
         try:
-            start = time.perf_counter_ns()
+            start = clock()
             result = self.target(*args, **kwargs)
-            stop = time.perf_counter_ns()
+            stop = clock()
         finally:
             if enabled:
                 gc.enable()
+        guard.returned()
         self.calls += 1
         self.durations_ns.append(stop - start)
-        self.attestations.append(attestation.after(pre, args, kwargs, result, attestation.caller_name()))
+        record = attestation.after(pre, args, kwargs, result, caller)
+        self.attestations.append(record)
+        self.pending.append((guard, pre, args, kwargs, result, record))
         return result
 
+    def settle(self) -> None:
+        """After the test function returned: finish each call's harness record (outputs digested again)."""
+        for guard, pre, args, kwargs, result, record in self.pending:
+            again = attestation.after(pre, args, kwargs, result, record["caller"])
+            record["harness"] = guard.finished([o.get("sha256") for o in again["outputs"]])
+        self.pending = []
 
-def _shim(module, op_name: str, source: str) -> tuple[object, "TimingShim"]:
+
+def _shim(module, op_name: str, source: str, libraries: dict[str, int] | None = None,
+          fresh_seed: int | None = None) -> tuple[object, "TimingShim"]:
     target = getattr(module, op_name, None)
     if not callable(target):
         raise ContractError(source, "protocol.op_name", f"{op_name!r} is not a function of the runner module",
                             "freeze the exact name of the kernel function (see list-op-names)")
-    shim = TimingShim(target)
+    shim = TimingShim(target, libraries, fresh_seed)
     setattr(module, op_name, shim)
     return target, shim
 
 
 def _one_call(shim: TimingShim, function, op_name: str, index: int, source: str) -> dict:
-    shim.calls, shim.durations_ns, shim.attestations = 0, [], []
+    shim.calls, shim.durations_ns, shim.attestations, shim.pending = 0, [], [], []
     seed_all()
     function()
+    shim.settle()
     if shim.calls != 1:
         raise CheckFailed(source, op_name, f"test call {index + 1} called the op {shim.calls} times",
                           "each test must launch the target exactly once")
@@ -89,9 +129,10 @@ def _settle_heap() -> None:
     gc.freeze()
 
 
-def time_case(module, function, op_name: str, warmup: int, repeats: int, source: str) -> list[dict]:
+def time_case(module, function, op_name: str, warmup: int, repeats: int, source: str,
+              libraries: dict[str, int] | None = None, fresh_seed: int | None = None) -> list[dict]:
     """Run warm-ups then repeats of ``function`` with ``op_name`` shimmed; one sample per repeat."""
-    target, shim = _shim(module, op_name, source)
+    target, shim = _shim(module, op_name, source, libraries, fresh_seed)
     _settle_heap()
     try:
         calls = [_one_call(shim, function, op_name, i, source) for i in range(warmup + repeats)]
@@ -101,7 +142,8 @@ def time_case(module, function, op_name: str, warmup: int, repeats: int, source:
 
 
 def time_paired(arms: dict[str, tuple[object, object]], op_name: str, warmup: int, repeats: int,
-                source: str, first_repeat: int = 0) -> dict:
+                source: str, first_repeat: int = 0, libraries: dict[str, int] | None = None,
+                fresh_seed: int | None = None) -> dict:
     """Interleave the ``baseline`` and ``candidate`` arms in one process, per repeat.
 
     Round-wide repeat k (= ``first_repeat`` + the index in this process + 1; a round spread over
@@ -109,7 +151,8 @@ def time_paired(arms: dict[str, tuple[object, object]], op_name: str, warmup: in
     candidate first when k is even (warm-ups too), so slow drift and "always second" effects cancel
     across processes as well; the order of every repeat is returned.
     """
-    shims = {arm: _shim(module, op_name, f"{source} ({arm})") for arm, (module, _f) in arms.items()}
+    shims = {arm: _shim(module, op_name, f"{source} ({arm})", libraries, fresh_seed)
+             for arm, (module, _f) in arms.items()}
     _settle_heap()
     samples: dict[str, list[dict]] = {"baseline": [], "candidate": []}
     order = []
@@ -139,9 +182,9 @@ def profile_case(function, roots: list[Path]) -> list[dict]:
         if event not in ("call", "return") or not code.co_filename.startswith(folders):
             return
         if event == "call":
-            stack.setdefault(id(frame), []).append(time.perf_counter_ns())
+            stack.setdefault(id(frame), []).append(harness_guard.CLOCK_NS())
         elif stack.get(id(frame)):
-            elapsed = time.perf_counter_ns() - stack[id(frame)].pop()
+            elapsed = harness_guard.CLOCK_NS() - stack[id(frame)].pop()
             entry = totals.setdefault(code.co_qualname, [0, 0])
             entry[0] += 1
             entry[1] += elapsed
@@ -168,10 +211,14 @@ def main(argv=None) -> int:
     parser.add_argument("--paired-runner", help="saved baseline runner, interleaved per repeat (time mode)")
     parser.add_argument("--first-repeat", type=int, default=0,
                         help="round-wide index (from 0) of this process's first repeat (paired arm order)")
+    parser.add_argument("--fresh-seed", type=int, help="time the op on new data drawn from this seed "
+                        "(stage5_check P10), the test's own data passed untimed")
     args = parser.parse_args(argv)
+    fresh_seed = None if args.fresh_seed is None else args.fresh_seed + 1000 * args.first_repeat
     manifest = load_manifest(args.manifest, check_schema=False)  # the parent validated it
     known_case(manifest, args.case_id, args.manifest)
     op_dir, runner = Path(args.op_dir).resolve(), Path(args.runner).resolve()
+    libraries = harness_guard.preload()  # before the operator's import: what it may not replace
     module = load_runner_module(runner, op_dir)
     function = case_function(module, manifest, args.case_id, args.manifest)
     try:
@@ -182,10 +229,11 @@ def main(argv=None) -> int:
             base = load_runner_module(base_runner, op_dir, name=f"{base_runner.stem}__paired_baseline")
             arms = {"baseline": (base, case_function(base, manifest, args.case_id, args.manifest)),
                     "candidate": (module, function)}
-            result = time_paired(arms, args.op_name, args.warmup, args.repeats, str(runner), args.first_repeat)
+            result = time_paired(arms, args.op_name, args.warmup, args.repeats, str(runner), args.first_repeat,
+                                 libraries, fresh_seed)
         else:
             result = {"samples": time_case(module, function, args.op_name, args.warmup, args.repeats,
-                                           str(runner))}
+                                           str(runner), libraries, fresh_seed)}
     except (ContractError, CheckFailed):
         raise
     except Exception as exc:  # the operator's own test failed: one line, exit 1

@@ -1,0 +1,168 @@
+"""What the harness owns in a measured process: the timer, the threads, the libraries (issue 28).
+
+Imported by the cpu runner BEFORE the operator's test module, so the clocks below are bound to the
+interpreter's own functions, never to anything the operator's code installs. Per timed call
+:class:`CallGuard` records, outside the timed region:
+
+- ``timer_intact``: ``time.perf_counter_ns``/``time.perf_counter`` are still the functions bound
+  here (a test module that replaces the timer is ``cheating``; the runner times with the bound one);
+- ``threads`` / ``children``: native threads (``/proc/self/task``) and child processes before the
+  call, after it, and after the test function returned (work handed to a thread or child that
+  outlives the call);
+- ``other_cpu_us`` / ``other_cpu_after_us``: process CPU time (``resource.getrusage``) minus the
+  calling thread's CPU time (``time.thread_time_ns``) during the call, and from its return to the
+  test's end: a kernel may use threads while it runs (the call's time includes them), but CPU spent
+  by other threads after the call returned is work finished outside the timed region;
+- ``io_bytes``: bytes the process read and wrote during the call (``/proc/self/io``; a replay cache
+  on disk, written while timed);
+- ``patched``: attributes of the libraries a kernel computes with (numpy and its submodules as they
+  were right after numpy's first import, before the operator's module saw it; ``math``, ``time``,
+  ``builtins``, ``torch``) that are no longer the objects they were before the operator's import
+  (a module that slows the baseline arm or fakes a library routine by patching numpy).
+
+The verifier reads these records from ``attestation.json`` (``verify/timed_calls.py``).
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import os
+import resource
+import sys
+import time
+from typing import Any
+
+CLOCK_NS = time.perf_counter_ns          # bound at import: before any operator code runs
+_PERF_COUNTER = time.perf_counter
+_THREAD_NS = time.thread_time_ns
+_GETRUSAGE = resource.getrusage
+_LIBRARIES = ("numpy", "numpy.linalg", "numpy.fft", "numpy.random", "math", "time", "builtins", "torch")
+
+
+def _process_cpu_ns() -> int:
+    usage = _GETRUSAGE(resource.RUSAGE_SELF)
+    return int((usage.ru_utime + usage.ru_stime) * 1e9)
+
+
+def io_bytes() -> tuple[int, int]:
+    """(bytes read, bytes written) by this process so far (``/proc/self/io`` rchar/wchar; 0 without it)."""
+    try:
+        with open("/proc/self/io", encoding="ascii") as handle:
+            fields = dict(line.split(":", 1) for line in handle.read().splitlines() if ":" in line)
+        return int(fields.get("rchar", 0)), int(fields.get("wchar", 0))
+    except (OSError, ValueError):
+        return 0, 0
+
+
+def native_threads() -> int:
+    """Threads of this process (native ones too: a C extension's pool is not in ``threading``)."""
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        import threading
+        return threading.active_count()
+
+
+def children() -> int:
+    """Live child processes of this process (0 when /proc is not readable)."""
+    total = 0
+    try:
+        for task in os.listdir("/proc/self/task"):
+            with open(f"/proc/self/task/{task}/children", encoding="ascii") as handle:
+                total += len(handle.read().split())
+    except OSError:
+        return 0
+    return total
+
+
+class _SnapshotOnImport(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Adds numpy's attributes to the snapshot right after numpy's first import, before the importer
+    (the operator's module) sees it; the runner itself never imports numpy (a runner without it
+    must not pay for it)."""
+
+    def __init__(self, into: dict[str, int]) -> None:
+        self.into, self.inner, self.finding = into, None, False
+
+    def find_spec(self, fullname, path, target=None):
+        if fullname != "numpy" or self.finding:
+            return None
+        self.finding = True
+        try:
+            spec = next((found for finder in sys.meta_path if finder is not self and hasattr(finder, "find_spec")
+                         and (found := finder.find_spec(fullname, path, target)) is not None), None)
+        finally:
+            self.finding = False
+        if spec is None or spec.loader is None:
+            return spec
+        self.inner, spec.loader = spec.loader, self
+        return spec
+
+    def create_module(self, spec):
+        return self.inner.create_module(spec)
+
+    def exec_module(self, module) -> None:
+        module.__spec__.loader = module.__loader__ = self.inner
+        if self in sys.meta_path:
+            sys.meta_path.remove(self)
+        self.inner.exec_module(module)
+        self.into.update(library_snapshot())
+
+
+def preload() -> dict[str, int]:
+    """The library snapshot, taken before the operator's import (numpy's part when it is first imported)."""
+    snapshot = library_snapshot()
+    if "numpy" not in sys.modules:
+        sys.meta_path.insert(0, _SnapshotOnImport(snapshot))
+    return snapshot
+
+
+def library_snapshot() -> dict[str, int]:
+    """``module.attr`` → id of the object, for the libraries loaded now."""
+    out = {}
+    for name in _LIBRARIES:
+        module = sys.modules.get(name)
+        if module is None:
+            continue
+        for attr, value in list(vars(module).items()):
+            if not attr.startswith("__"):
+                out[f"{name}.{attr}"] = id(value)
+    return out
+
+
+def patched(before: dict[str, int]) -> list[str]:
+    """Names of ``before`` whose object was replaced or removed (added names are not patches)."""
+    now = library_snapshot()
+    return sorted(name for name, ident in before.items() if now.get(name, ident) != ident or name not in now)
+
+
+def timer_intact() -> bool:
+    return time.perf_counter_ns is CLOCK_NS and time.perf_counter is _PERF_COUNTER
+
+
+class CallGuard:
+    """One timed call's harness record (every reading outside the timed region)."""
+
+    def __init__(self, libraries: dict[str, int]) -> None:
+        self.libraries = libraries
+        self.threads = [native_threads()]
+        self.children = [children()]
+        self.io0 = io_bytes()
+        self.cpu0, self.thread0 = _process_cpu_ns(), _THREAD_NS()
+
+    def returned(self) -> None:
+        self.cpu1, self.thread1 = _process_cpu_ns(), _THREAD_NS()
+        io1 = io_bytes()
+        self.io = {"read": io1[0] - self.io0[0], "written": io1[1] - self.io0[1]}
+        self.threads.append(native_threads())
+        self.children.append(children())
+
+    def finished(self, outputs_at_end: list[str | None]) -> dict[str, Any]:
+        """The record once the test function returned (``outputs_at_end``: output digests then)."""
+        during = (self.cpu1 - self.cpu0) - (self.thread1 - self.thread0)
+        after = (_process_cpu_ns() - self.cpu1) - (_THREAD_NS() - self.thread1)
+        self.threads.append(native_threads())
+        self.children.append(children())
+        return {"timer_intact": timer_intact(), "threads": self.threads, "children": self.children,
+                "other_cpu_us": round(max(during, 0) / 1000, 3), "other_cpu_after_us": round(max(after, 0) / 1000, 3),
+                "patched": patched(self.libraries)[:20], "outputs_at_end": outputs_at_end, "io_bytes": self.io}
+
