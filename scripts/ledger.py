@@ -19,9 +19,13 @@ usage:
 
 example:
   python3 scripts/ledger.py update --op-dir custom/softmax --item general-18 --status accepted \
-      --correctness c001-1a2b3c4d --formal round_003 --note "fp32 accumulation: 1.4x, CI above band"
+      --correctness c001-1a2b3c4d --formal round_003 round_001 --note "fp32 accumulation: 1.4x, CI above band"
 
-exit codes: 0 ok, 2 usage/contract error (refused transition, bad input; nothing written).
+`update --status accepted` recomputes the item's formal compare (--formal CANDIDATE_ROUND BEST_ROUND)
+and refuses unless the frozen acceptance rule decided accept.
+
+exit codes: 0 ok, 2 usage/contract error (refused transition, bad input, accepted without an accepting
+formal compare; nothing written).
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ import sys
 from datetime import datetime, timezone
 
 from perftune import fsio
-from perftune.decide import ledger, ledger_sources
+from perftune.decide import item_decision, ledger, ledger_sources
 from perftune.contract import protocol
 from perftune.argv import add_json_flag, parser_from_doc
 from perftune.errors import run_cli
@@ -86,7 +90,8 @@ def edit(args, at: str):
         restore_point=args.restore_point, relations=tuple(map(tuple, args.relation)),
         applicability=args.applicability, grounds=args.grounds, expected_metric=args.expected_metric,
         hypothesis=args.hypothesis)
-    return lambda led: ledger.update_item(led, args.item, change, at=at, actor=args.actor)
+    return lambda led: item_decision.require_decided(
+        args.op_dir, args.item, ledger.update_item(led, args.item, change, at=at, actor=args.actor))
 
 
 def main(argv=None) -> int:

@@ -21,10 +21,14 @@ example:
   python3 scripts/select_best.py record --op-dir custom/softmax --version-id v1-fp32 --round round_002 \
       --items general-18 --correctness c002-1a2b3c4d --compliance "stage4_gates.py: PASS"
 
-exit codes: 0 ok / chosen / confirmed; 1 no eligible candidate, or the confirm round is not shown
-equivalent to the ranking (inconsistent or unresolved: disclosed; re-measure only within the frozen
-limit, never cherry-pick; each attempt is stored in docs/perf/confirm.json); 2 usage/contract error
-(also: the round does not repeat the ranking comparison, or the limit of confirm attempts is reached).
+confirm's `verdict`: `consistent`; `remeasure` (not shown equivalent, attempts left: collect a round
+paired with `confirm_partner`, confirm again); `final_unresolved` / `final_inconsistent` (the limit
+1 + protocol.max_remeasurements is reached: disclosed, no more attempts); `refuted`. Each attempt is
+stored in docs/perf/confirm.json; never cherry-pick.
+
+exit codes: 0 ok / chosen / confirm verdict consistent or final_*; 1 no eligible candidate, or confirm
+verdict remeasure or refuted; 2 usage/contract error (also: the round does not repeat the ranking
+comparison, or a confirm attempt beyond the limit).
 """
 
 from __future__ import annotations
@@ -76,9 +80,9 @@ def main(argv=None) -> int:
         out = candidates.confirm(args.op_dir, args.final_round)
         text = (f"{out['chosen']}: final/ranking score ratio {out['ratio']:.4f} (CI {out['ratio_ci']}), band "
                 f"[{out['band'][0]:.4f}, {out['band'][1]:.4f}]: {out['status']} (attempt {out['attempt']} of "
-                f"{out['limit']}){'' if out['consistent'] else ' - ' + out['action']}"
+                f"{out['limit']}; verdict {out['verdict']}){'' if out['consistent'] else ' - ' + out['action']}"
                 f"{'; REFUTED: the round proves the chosen version slower than its reference' if out['refuted'] else ''}")
-        code = 0 if out["consistent"] else 1
+        code = 0 if out["verdict"] == "consistent" or out["verdict"].startswith("final_") else 1
     print(fsio.dumps(out), end="") if args.json else print(text)
     return code
 

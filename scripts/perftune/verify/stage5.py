@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from ..decide import item_decision
 from ..measure import correctness, evidence
 from .. import fsio
 from ..contract import manifest, protocol, schemas
@@ -228,6 +229,10 @@ def gate_p7(ctx: Context) -> list[Finding]:
     out = [Finding("P7", "performance_item_coverage_invalid", msg) for msg in problems]
     out += [Finding("P7", "performance_item_coverage_invalid", msg)
             for msg in ev.selection_problems(ctx.op_dir, ctx.delivered_sha)]
+    led = ctx.op_dir / protocol.PERF_DIR / protocol.LEDGER_NAME
+    if led.is_file():  # the ledger cannot lie: every item's decision recomputed by the frozen rule
+        out += [Finding("P7", "performance_item_coverage_invalid", msg)
+                for msg in item_decision.decision_problems(ctx.op_dir, fsio.read_json(led, what="ledger"))]
     return out
 
 
