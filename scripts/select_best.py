@@ -16,6 +16,7 @@ usage:
                         [--items ID ...] [--compliance TEXT] [--supersedes VERSION_ID] [--json]
   select_best.py choose --op-dir DIR [--json]
   select_best.py confirm --op-dir DIR --final-round ROUND [--json]
+  select_best.py restore --op-dir DIR --version ID [--json]   (a recorded version's saved copy back in place)
 
 example:
   python3 scripts/select_best.py record --op-dir custom/softmax --version-id v1-fp32 --round round_002 \
@@ -57,6 +58,8 @@ def build_parser():
     conf = sub.add_parser("confirm", help="compare a repeat of the ranking comparison with the ranking data")
     conf.add_argument("--final-round", required=True, help="the chosen version's confirm round (a formal round "
                       "paired with confirm_partner)")
+    res = sub.add_parser("restore", help="put a recorded version's saved copy back in place (hash-checked)")
+    res.add_argument("--version", required=True, help="the version id (folder name under docs/perf/versions)")
     for command in sub.choices.values():
         command.add_argument("--op-dir", required=True, help="operator directory (custom/<op>)")
         add_json_flag(command)
@@ -76,6 +79,9 @@ def main(argv=None) -> int:
         rows = [f"{c['version_id']:<20} order={c['evaluation_order']} score={c['score']} rank={c['rank']} "
                 f"tie={c['in_tie_set']} {c['ineligible_reason'] or ''}" for c in out["candidates"]]
         text, code = "\n".join(rows + [f"chosen: {out['chosen']} - {out['reason']}"]), 0 if out["chosen"] else 1
+    elif args.command == "restore":
+        out, code = candidates.restore(args.op_dir, args.version.rstrip("/").rsplit("/", 1)[-1]), 0
+        text = f"restored {out['version_id']} from {out['from']}: {', '.join(out['restored'])}"
     else:
         out = candidates.confirm(args.op_dir, args.final_round)
         text = (f"{out['chosen']}: final/ranking score ratio {out['ratio']:.4f} (CI {out['ratio_ci']}), band "
