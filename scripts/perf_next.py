@@ -58,6 +58,8 @@ def main(argv=None) -> int:
     if args.json:
         print(fsio.dumps(out), end="")
         return 0
+    if len(out["steps"]) > 1:
+        print("run these in order:" if out["mode"] == "sequence" else "choose one of:")
     for st in out["steps"]:
         print(f"next: {st['key']} - {st['why']}")
         if st["command"]:

@@ -25,7 +25,9 @@ from ..measure import correctness, evidence
 PERF = protocol.PERF_DIR
 # standalone use (no dispatch): the documented default target (SKILL "Reads and freezes")
 STANDALONE_TARGET = {"TARGET_IDS": "all_p0", "SELECTION_MODE": "all_p0_no_questions"}
-CLOSE_STATUSES = ("already_implemented", "not_triggered", "not_applicable", "unsupported")
+# closing without an experiment, by source kind (docs/ledger.md)
+CLOSE_STATUSES = {"kb_selected": ("already_implemented", "not_triggered"), "other": ("not_applicable", "unsupported")}
+CHOICES = ("hypothesis", "bottleneck_profile")   # a first step of these: the listed steps are alternatives
 
 
 @dataclass
@@ -109,8 +111,9 @@ def prepare(st: State) -> list[dict] | None:
             return [step("correctness", "no correctness run of the code in place")]
         if not run["all_passed"]:
             return [step("stop", "the unchanged code fails its own tests: Stage 4 work, not Stage 5")]
-        return [step("freeze", "no PERFORMANCE_CASES.json", {"DEVICE": "0", "WARMUP": "3", "REPEATS": "10",
-                     "NOISE_BAND": "0.01"}, {
+        return [step("freeze", "no PERFORMANCE_CASES.json", {"DEVICE": "0"}, {
+            "WARMUP": "default 3", "REPEATS": "default 10", "NOISE_BAND": "default 0.01 (widen only before any "
+            "result, with --noise-band-reason)",
             "TARGET_IDS": "the dispatch's optimization_target.case_ids verbatim; standalone (no dispatch): all_p0",
             "SELECTION_MODE": "the dispatch's selection_mode; standalone: all_p0_no_questions",
             "BACKEND": "cpu | msprof | pypto-sim", "OP_NAME": "cpu: the kernel function test_<op>.py's wrapper "
@@ -155,7 +158,8 @@ def _close_preset(st: State, items: list[dict], base: dict) -> dict:
     return step("close_preset", f"{len(items)} open item(s); next in source order: {item['item_id']}",
                 {"ITEM_ID": item["item_id"], "CODE_REF": _test_file(st),
                  "RUN_ID": run and run["run_id"], "BASELINE_COLLECTION": base["id"]},
-                {"STATUS": " | ".join(CLOSE_STATUSES) + " (or start an experiment: step hypothesis)",
+                {"STATUS": " | ".join(CLOSE_STATUSES["kb_selected" if item["source_kind"] == "kb_selected" else "other"])
+                 + " (or start an experiment: step hypothesis)",
                  "APPLICABILITY": " | ".join(ledger_mod.APPLICABILITY), "GROUNDS": f"why; recorded gates: {gates}",
                  "NOTE": "the evidence-based conclusion"})
 
@@ -196,6 +200,9 @@ def explore(st: State) -> list[dict] | None:
                          {"SCOPE": "what was examined", "FINDINGS": "--finding TEXT MAPS_TO NOTE per residual"})]
         return None
     item = under[0]
+    recorded = next((c for c in st.register if item["item_id"] in (c.get("items") or [])), None)
+    if recorded is not None:   # accepted and recorded: it is the best now; close against the best before it
+        return [_close_accepted(st, item, recorded)]
     common = {"ITEM_ID": item["item_id"], **_best_values(b), "CODE_REF": _test_file(st)}
     if st.code_sha == b["sha"]:
         return [step("edit", f"{item['item_id']}: edit {_test_file(st)} from {b['version']} (one idea, S5-2), "
@@ -231,11 +238,23 @@ def explore(st: State) -> list[dict] | None:
         return [step("close_item", f"decided {decided['status']}/{decided['reason_code']} by {decided['rule']}",
                      {**rejected, "FORMAL_IDS": ids, "REASON_CODE": decided["reason_code"]},
                      {"NOTE": decided["note"]})]
-    if not any(c["executable_sha256"] == st.code_sha for c in st.register):
-        return [step("record", "accepted: record the version", {**common, "ROUND": formal["name"]},
-                     {"VERSION_ID": "a new version id", "COMPLIANCE": "one line"})]
-    return [step("close_item", "accepted and recorded", {**rejected, "STATUS": "accepted", "REASON_CODE": None,
-                 "FORMAL_IDS": ids}, {"NOTE": decided["note"]})]
+    return [step("record", "accepted: record the version", {**common, "ROUND": formal["name"]},
+                 {"VERSION_ID": "a new version id", "COMPLIANCE": "one line"})]
+
+
+def _close_accepted(st: State, item: dict, cand: dict) -> dict:
+    before = st.register[st.register.index(cand) - 1]
+    prev = {"version": before["version_id"], "round": before["round"], "id": before["formal_collection_id"]}
+    run = _run(st, cand["executable_sha256"])
+    quick = next((q for q in reversed(st.quicks) if q["sha"] == cand["executable_sha256"]), None)
+    perf = st.perf or {}
+    note = perf["item_acceptance"]["note"] if perf.get("final_collection_id") == cand["formal_collection_id"] \
+        else f"accepted by the formal compare {cand['round']} vs {prev['round']}"
+    return step("close_item", f"{item['item_id']}: accepted and recorded as {cand['version_id']}", {
+        "ITEM_ID": item["item_id"], **_best_values(prev), "CODE_REF": f"{PERF}/versions/{cand['version_id']}",
+        "STATUS": "accepted", "REASON_CODE": None, "RUN_ID": run and run["run_id"], "RELATION": None,
+        "QUICK_ID": quick and quick["id"], "FORMAL_IDS": [cand["formal_collection_id"], prev["id"]],
+        "HYPOTHESIS": item.get("hypothesis")}, {"NOTE": note})
 
 
 def _examined(st: State) -> list[str]:
@@ -286,4 +305,5 @@ def finish(st: State) -> list[dict]:
 def next_steps(op_dir: str | Path) -> dict[str, Any]:
     st = gather(op_dir)
     steps = prepare(st) or explore(st) or finish(st)
-    return {"op_dir": str(st.op), "code_sha256": st.code_sha, "next": steps[0]["key"], "steps": steps}
+    mode = "choice" if steps[0]["key"] in CHOICES else "sequence"
+    return {"op_dir": str(st.op), "code_sha256": st.code_sha, "next": steps[0]["key"], "mode": mode, "steps": steps}
