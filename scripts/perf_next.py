@@ -28,7 +28,8 @@ from perftune.decide import next_step
 from perftune.demo import skill as skill_mod
 from perftune.errors import run_cli
 
-OWN = {"restore": "python3 ${CLAUDE_PLUGIN_ROOT}/scripts/select_best.py restore --op-dir DIR --version VERSION_ID --json"}
+OWN = {"restore": "python3 ${CLAUDE_PLUGIN_ROOT}/scripts/select_best.py restore --op-dir DIR --version VERSION_ID --json",
+       "close_gated": "python3 ${CLAUDE_PLUGIN_ROOT}/scripts/ledger.py close-gated --op-dir DIR --json"}
 
 
 def render(key: str, values: dict, needs: dict, op_dir: str, skill: skill_mod.Skill) -> str | None:

@@ -42,6 +42,7 @@ AGREED: dict[str, dict[str | None, set[str]]] = {
     "check_correctness.py": {None: {"--op-dir", "--json"}},
     "ledger.py": {
         "init": {"--op-dir", "--sources-dir", "--json"}, "show": {"--op-dir", "--json"},
+        "close-gated": {"--op-dir", "--json"},
         "add": {"--op-dir", "--item-id", "--title", "--evidence-file", "--expected-metric", "--hypothesis", "--json"},
         "update": {"--op-dir", "--item", "--status", "--reason-code", "--quick", "--correctness",
                    "--restore-point", "--note", "--hypothesis", "--expected-metric", "--applicability",

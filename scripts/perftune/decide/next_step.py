@@ -16,7 +16,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from . import ledger as ledger_mod
+from . import ledger as ledger_mod, ledger_gates
 from .. import fsio
 from ..contract import manifest as manifest_mod, protocol
 from ..errors import ContractError
@@ -135,6 +135,10 @@ def prepare(st: State) -> list[dict] | None:
         sources = st.op / "sources"
         return [step("ledger_init", "no ledger", {"SOURCES_DIR": str(sources) if sources.is_dir() else
                                                  "${CLAUDE_PLUGIN_ROOT}/skills/pypto-pro-op-perf-tune/references"})]
+    failing = ledger_gates.gate_failures(st.ledger, st.man)
+    if failing:
+        return [step("close_gated", f"{len(failing)} item(s) whose recorded gate fails here: "
+                     + ", ".join(f"{r['item_id']} (gate:{r['gate']})" for r in failing))]
     if not st.register:
         open_kb = _open(st, ("kb_selected",))
         if open_kb:
