@@ -16,7 +16,7 @@ usage:
                         [--items ID ...] [--compliance TEXT] [--supersedes VERSION_ID] [--json]
   select_best.py choose --op-dir DIR [--json]
   select_best.py confirm --op-dir DIR --final-round ROUND [--json]
-  select_best.py restore --op-dir DIR --version ID [--json]   (a recorded version's saved copy back in place)
+  select_best.py restore --op-dir DIR --version ID [--json]   (a recorded or tried version's code back in place)
 
 example:
   python3 scripts/select_best.py record --op-dir custom/softmax --version-id v1-fp32 --round round_002 \
@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import sys
 
-from perftune.decide import candidates
+from perftune.decide import candidates, versions
 from perftune.measure import evidence
 from perftune import fsio
 from perftune.argv import add_json_flag, parser_from_doc
@@ -58,7 +58,7 @@ def build_parser():
     conf = sub.add_parser("confirm", help="compare a repeat of the ranking comparison with the ranking data")
     conf.add_argument("--final-round", required=True, help="the chosen version's confirm round (a formal round "
                       "paired with confirm_partner)")
-    res = sub.add_parser("restore", help="put a recorded version's saved copy back in place (hash-checked)")
+    res = sub.add_parser("restore", help="put a recorded or archived tried version's code back in place")
     res.add_argument("--version", required=True, help="the version id (folder name under docs/perf/versions)")
     for command in sub.choices.values():
         command.add_argument("--op-dir", required=True, help="operator directory (custom/<op>)")
@@ -80,7 +80,7 @@ def main(argv=None) -> int:
                 f"tie={c['in_tie_set']} {c['ineligible_reason'] or ''}" for c in out["candidates"]]
         text, code = "\n".join(rows + [f"chosen: {out['chosen']} - {out['reason']}"]), 0 if out["chosen"] else 1
     elif args.command == "restore":
-        out, code = candidates.restore(args.op_dir, args.version.rstrip("/").rsplit("/", 1)[-1]), 0
+        out, code = versions.restore(args.op_dir, args.version), 0
         text = f"restored {out['version_id']} from {out['from']}: {', '.join(out['restored'])}"
     else:
         out = candidates.confirm(args.op_dir, args.final_round)

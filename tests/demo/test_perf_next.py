@@ -10,7 +10,6 @@ import json
 import shlex
 import shutil
 import subprocess
-import sys
 
 from conftest import run_script
 from test_third_operator import write_gelu
@@ -100,4 +99,11 @@ def test_perf_next_takes_an_unseen_operator_to_pass(tmp_path):
     print(f"perf_next: {commands} commands, {calls} perf_next calls, {edits} code edits, {closes} preset closes")
     print(keys)
     assert edits == 2 and commands <= 45
-    assert sys.executable
+    # every tried version keeps its code: each experiment item cites a folder that restores to what it tried
+    for item in (i for i in led["items"] if i["item_id"] in VERSION_OF):
+        ref = item["evidence"]["code_ref"]
+        assert ref.startswith("docs/perf/versions/") and (op / ref).is_dir(), item
+        proc = run_script("select_best.py", "restore", "--op-dir", op, "--version", op / ref, "--json")
+        assert proc.returncode == 0, proc.stderr
+        tried = (tmp_path / "variants" / VERSION_OF[item["item_id"]] / "test_gelu.py").read_bytes()
+        assert (op / "test_gelu.py").read_bytes() == tried

@@ -199,22 +199,6 @@ def record(op_dir: str | Path, *, version_id: str, round_ref: str, items: list[s
     return entry
 
 
-def restore(op_dir: str | Path, version_id: str) -> dict[str, Any]:
-    """Put a recorded version's saved copy back in place (hash-checked; the saved copy is never changed)."""
-    root = Path(op_dir)
-    register = load_candidates(root)
-    cand = next((c for c in register["candidates"] if c["version_id"] == version_id), None)
-    if cand is None:
-        raise ContractError(paths(root)[0], "--version", f"{version_id!r} is not recorded",
-                            f"use one of {[c['version_id'] for c in register['candidates']]}")
-    if (problem := _copy_problem(root, cand)):
-        raise ContractError(root / cand["saved_copy"], "saved copy", problem, "the saved copy was changed; re-record")
-    for rec in cand["source_files"]:
-        fsio.write_bytes(root / rec["path"], (root / cand["saved_copy"] / rec["path"]).read_bytes())
-    return {"version_id": version_id, "executable_sha256": cand["executable_sha256"],
-            "restored": [rec["path"] for rec in cand["source_files"]], "from": cand["saved_copy"]}
-
-
 def _copy_problem(op_dir: Path, cand: dict) -> str | None:
     for rec in cand["source_files"]:
         saved = {**rec, "path": f"{cand['saved_copy']}/{rec['path']}"}

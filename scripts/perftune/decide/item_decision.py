@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from . import compare
+from . import compare, versions
 from .ledger import find_item
 from ..errors import ContractError, PerftuneError
 
@@ -42,8 +42,12 @@ def accepted_problem(op_dir: str | Path, item: dict[str, Any]) -> str | None:
 
 
 def require_decided(op_dir: str | Path, item_id: str, led: dict[str, Any]) -> dict[str, Any]:
-    """``led`` unchanged when ``item_id`` is not ``accepted`` or its formal compare decided accept; else refused."""
+    """``led`` when ``item_id`` is not ``accepted`` or its formal compare decided accept (else refused); a
+    closing experiment's tried code is archived and cited (:func:`perftune.decide.versions.archive_tried`)."""
     item = find_item(led, item_id)
+    ev = item["evidence"]
+    if item["status"] in ("accepted", "rejected") and ev.get("correctness"):
+        ev["code_ref"] = versions.archive_tried(op_dir, item_id, ev["correctness"]) or ev.get("code_ref")
     if item["status"] == "accepted" and (problem := accepted_problem(op_dir, item)):
         raise ContractError("ledger.json", f"{item_id}.status", f"accepted refused: {problem}",
                             "close it with the decided status and reason code (docs/statistics.md, "

@@ -133,7 +133,8 @@ def prepare(st: State) -> list[dict] | None:
     base = st.rounds[0]
     if st.ledger is None:
         sources = st.op / "sources"
-        return [step("ledger_init", "no ledger", {"SOURCES_DIR": str(sources) if sources.is_dir() else
+        own = (sources / "general-methods" / "INDEX.md").is_file()
+        return [step("ledger_init", "no ledger", {"SOURCES_DIR": str(sources) if own else
                                                  "${CLAUDE_PLUGIN_ROOT}/skills/pypto-pro-op-perf-tune/references"})]
     failing = ledger_gates.gate_failures(st.ledger, st.man)
     if failing:

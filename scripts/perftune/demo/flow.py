@@ -86,19 +86,19 @@ def experiment(d: Driver, op: opfolder.Operator, exp: demo_plan.Experiment, clos
     d.apply(exp.version_id, op.test_file)
     common = {**item, **d.best_values(), "CODE_REF": f"variants/{exp.version_id}/{op.test_file}"}
     passed, run_id = d.correctness()
-    if not passed:
-        d.apply(parent, op.test_file)
+    if not passed:  # close first (the tried code is archived while in place), then restore the best
         _close(d, closed, **common, STATUS="rejected", REASON_CODE="correctness_failed", NOTE="precision gate failed")
+        d.apply(parent, op.test_file)
         return "rejected (correctness_failed)"
     _, quick = d.run("quick", label=exp.version_id)
     _, screen = d.run("quick_compare", QUICK_ID=quick["collection_id"], **d.best_values())
     promo, common["QUICK_ID"] = screen["promotion"], quick["collection_id"]
     mean = promo["mean_case_speedup"]
     if not promo["promote"]:
-        d.apply(parent, op.test_file)
         _close(d, closed, **common, STATUS="rejected", REASON_CODE="quick_not_promoted",
                NOTE=f"quick mean speed-up {mean:.3f} vs {parent} (rule: {promo['rule']}, threshold "
                     f"{promo['threshold']}); slower target cases: {promo['slower_target_cases'] or 'none'}")
+        d.apply(parent, op.test_file)
         return f"rejected (quick_not_promoted: quick mean speed-up {mean:.3f} vs {parent})"
     entry = d.formal("paired_formal", exp.version_id, **d.best_values())
     code, perf = d.run("formal_compare", ok=(0, 1), ROUND=entry["round"], **d.best_values())

@@ -1,0 +1,77 @@
+"""Every tried version keeps its code (#27 Deliver 4): the archive of tried code and restoring any version.
+
+A recorded candidate has its saved copy (``docs/perf/versions/<version_id>/``, candidates.py). An
+experiment that was not accepted is archived when its ledger item closes (``ledger.py update`` with
+``--correctness RUN`` while the tried code is still in place, i.e. close first, then restore the best):
+its updatable sources are copied to ``docs/perf/versions/tried_<item_id>_<sha8>/`` with
+``archive.json`` (the file records and the correctness run), and the item's ``evidence.code_ref``
+names that folder, so a rejected item's CODE_REF points at code that exists. :func:`restore` puts
+either kind back in place, hash-checked (``select_best.py restore --version ID``; ID as printed:
+the folder name or its path).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from . import candidates
+from .. import fsio
+from ..contract import manifest, protocol
+from ..errors import ContractError
+from ..measure import correctness, evidence
+
+ARCHIVE_JSON = "archive.json"
+
+
+def versions_dir(op_dir: str | Path) -> Path:
+    return Path(op_dir) / protocol.PERF_DIR / candidates.VERSIONS_DIR
+
+
+def archive_tried(op_dir: str | Path, item_id: str, run_id: str) -> str | None:
+    """Archive the code in place for ``item_id`` when it is the code ``run_id`` tested; the folder (relative)."""
+    root = Path(op_dir)
+    man = manifest.load_manifest(root / protocol.MANIFEST_NAME)
+    files = evidence.source_files(root, man)
+    sha = evidence.executable_sha256(root, files)
+    try:
+        run = correctness.load_record(root, run_id)
+    except ContractError:
+        return None
+    if run.get("executable_sha256") != sha:
+        return None           # the tried code is no longer in place (already restored): nothing to archive
+    if any(c["executable_sha256"] == sha for c in candidates.load_candidates(root, required=False)["candidates"]):
+        return None           # a recorded candidate: its saved copy is the archive
+    folder = versions_dir(root) / f"tried_{item_id}_{sha[:8]}"
+    records = [fsio.file_record(p, root) for p in files]
+    if not (folder / ARCHIVE_JSON).is_file():
+        for rec in records:
+            fsio.write_bytes(folder / rec["path"], (root / rec["path"]).read_bytes())
+        fsio.write_json(folder / ARCHIVE_JSON, {"schema_version": 1, "item_id": item_id, "correctness": run_id,
+                                                "executable_sha256": sha, "source_files": records})
+    return fsio.display_path(folder, root)
+
+
+def restore(op_dir: str | Path, version: str) -> dict[str, Any]:
+    """Put a recorded or archived version's code back in place (hash-checked; the copy is never changed)."""
+    root = Path(op_dir)
+    name = str(version).rstrip("/").rsplit("/", 1)[-1]
+    register = candidates.load_candidates(root, required=False)["candidates"]
+    cand = next((c for c in register if c["version_id"] == name), None)
+    if cand is not None:
+        folder, records, sha = root / cand["saved_copy"], cand["source_files"], cand["executable_sha256"]
+    elif (versions_dir(root) / name / ARCHIVE_JSON).is_file():
+        folder = versions_dir(root) / name
+        rec = fsio.read_json(folder / ARCHIVE_JSON, what="archive")
+        records, sha = rec["source_files"], rec["executable_sha256"]
+    else:
+        raise ContractError(versions_dir(root), "--version", f"{name!r} is neither recorded nor archived",
+                            f"use one of {[c['version_id'] for c in register]} or a tried_* folder")
+    for rec in records:
+        if fsio.sha256_file(folder / rec["path"]) != rec["sha256"]:
+            raise ContractError(folder / rec["path"], "saved copy", "differs from its recorded hash",
+                                "the copy was changed; it cannot be restored")
+    for rec in records:
+        fsio.write_bytes(root / rec["path"], (folder / rec["path"]).read_bytes())
+    return {"version_id": name, "executable_sha256": sha, "restored": [r["path"] for r in records],
+            "from": fsio.display_path(folder, root)}
