@@ -264,7 +264,7 @@ def build_performance(*, task: str, manifest: Manifest, manifest_record: Mapping
         "unstable_cases": [row["case"] for row in per_case if row["stable"] is False],
     }
     rule = manifest.protocol.rule("acceptance") if manifest.protocol else dict(protocol.DEFAULT_ACCEPTANCE)
-    perf["item_acceptance"] = acceptance.accept(per_case, perf["suite"], rule)
+    perf["item_acceptance"] = acceptance.accept(per_case, perf["suite"], rule, decision.noise_band)
     perf.update(target_block(per_case, manifest.user_target, golden_us is not None))
     return perf
 
