@@ -43,6 +43,6 @@ def test_a_cpu_residual_is_never_labelled_wait_bound():
     from perftune.terminal import roofline
     assert roofline.classify(0.05, 1.0, 0.1)[0] == "wait_bound"
     status, why = roofline.classify(0.05, 1.0, 0.1, waits_observable=False)
-    assert status == "insufficient_evidence" and "never wait_bound" in why
+    assert status == "unattributed_residual" and "never wait_bound" in why
     assert roofline.classify(0.5, 3.0, 0.1, waits_observable=False)[0] == "compute_bound"
     assert roofline.classify(0.05, 1.0, 0.9, waits_observable=False)[0] == "scalar_bound"

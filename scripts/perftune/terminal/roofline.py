@@ -21,7 +21,7 @@ Status rules (first match wins; thresholds are this module's constants):
 3. ``wait_bound`` (residual): neither a roof nor fixed overhead explains the time; the core spends
    it outside the necessary work (stalls, allocation and page faults, non-vector conversion paths).
    Only where the backend can show waits: on cpu (no asynchronous pipes) the residual is
-   ``insufficient_evidence`` with that reason, never ``wait_bound``.
+   ``unattributed_residual`` with that reason, never ``wait_bound``.
 An attained fraction above ``1 + ATTAINED_TOLERANCE`` (1.2) is impossible under a correct model and
 a correct roof: ``stage5_check.py`` P8 reports it as ``performance_evidence_invalid`` with the
 numbers (the tolerance covers the probe's own best-of-7 noise on a shared host).
@@ -132,7 +132,7 @@ def classify(attained: float | None, ratio: float, fixed_share: float | None,
         status, why = _ideal_status(ratio)
         return status, f"attained {attained:.1%} of the roof (>= {MEANINGFUL_FRACTION:.0%}); {why}"
     if not waits_observable:
-        return "insufficient_evidence", (f"attained only {attained:.2%} of the roof (< {MEANINGFUL_FRACTION:.0%}) "
+        return "unattributed_residual", (f"attained only {attained:.2%} of the roof (< {MEANINGFUL_FRACTION:.0%}) "
                                          f"and fixed overhead is {fixed_share:.1%}; this backend has no pipe or wait "
                                          "evidence, so the residual time is not attributed (never wait_bound)")
     return "wait_bound", (f"attained only {attained:.2%} of the roof (< {MEANINGFUL_FRACTION:.0%}) and fixed "
