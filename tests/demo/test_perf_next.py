@@ -107,3 +107,31 @@ def test_perf_next_takes_an_unseen_operator_to_pass(tmp_path):
         assert proc.returncode == 0, proc.stderr
         tried = (tmp_path / "variants" / VERSION_OF[item["item_id"]] / "test_gelu.py").read_bytes()
         assert (op / "test_gelu.py").read_bytes() == tried
+
+
+def test_a_fresh_folder_starts_with_correctness_and_bad_input_is_one_line(tmp_path):
+    from conftest import assert_one_line_error
+    op = write_gelu(tmp_path)
+    out = next_of(op)
+    assert out["next"] == "correctness" and "check_correctness.py --op-dir" in out["steps"][0]["command"]
+    assert_one_line_error(run_script("perf_next.py", "--op-dir", tmp_path / "missing"), 2, "--op-dir", "not a directory")
+    assert "perf_next.py --op-dir" in run_script("perf_next.py", "--help").stdout
+
+
+def test_failing_gates_come_before_any_judgement(op_dir):
+    """With the plugin's references on cpu, the next step is one close-gated command naming the items."""
+    from conftest import ROOT, freeze_example
+    from perftune.contract import manifest, protocol
+    from perftune.decide import ledger as ledger_mod, next_step
+    freeze_example(op_dir)
+    refs = ROOT / "skills" / "pypto-pro-op-perf-tune" / "references"
+    assert run_script("ledger.py", "init", "--op-dir", op_dir, "--sources-dir", refs).returncode == 0
+    st = next_step.State(op_dir, man=manifest.load_manifest(op_dir / protocol.MANIFEST_NAME),
+                         rounds=[{"name": "round_001", "id": "c1", "sha": "s", "partner": None}],
+                         ledger=ledger_mod.load_ledger(op_dir / "docs/perf/ledger.json"),
+                         files={protocol.GOLDEN_REPORT_NAME: 1.0, "docs/perf/platform_cpu.json": 1.0})
+    steps = next_step.prepare(st)
+    assert [s["key"] for s in steps] == ["close_gated"] and "gate:platform" in steps[0]["why"]
+    st.ledger = json.loads(run_script("ledger.py", "close-gated", "--op-dir", op_dir, "--json").stdout)
+    after = next_step.prepare(st)
+    assert after[0]["key"] == "close_preset" and "STATUS" in after[0]["needs"]   # a kb item: judgement
