@@ -5,7 +5,8 @@ experiment that was not accepted is archived when its ledger item closes (``ledg
 ``--correctness RUN`` while the tried code is still in place, i.e. close first, then restore the best):
 its updatable sources are copied to ``docs/perf/versions/tried_<item_id>_<sha8>/`` with
 ``archive.json`` (the file records and the correctness run), and the item's ``evidence.code_ref``
-names that folder, so a rejected item's CODE_REF points at code that exists. :func:`restore` puts
+names that folder (an accepted item: its candidate's saved copy; an item closed by another's
+experiment: that archive), so every closed experiment's CODE_REF points at code that exists. :func:`restore` puts
 either kind back in place, hash-checked (``select_best.py restore --version ID``; ID as printed:
 the folder name or its path).
 """
@@ -29,26 +30,31 @@ def versions_dir(op_dir: str | Path) -> Path:
 
 
 def archive_tried(op_dir: str | Path, item_id: str, run_id: str) -> str | None:
-    """Archive the code in place for ``item_id`` when it is the code ``run_id`` tested; the folder (relative)."""
+    """The folder (relative) holding the code ``run_id`` tested: a recorded candidate's saved copy, an earlier
+    archive of the same code, or a new archive of the code in place; None when none holds it."""
     root = Path(op_dir)
-    man = manifest.load_manifest(root / protocol.MANIFEST_NAME)
-    files = evidence.source_files(root, man)
-    sha = evidence.executable_sha256(root, files)
     try:
         run = correctness.load_record(root, run_id)
     except ContractError:
         return None
-    if run.get("executable_sha256") != sha:
-        return None           # the tried code is no longer in place (already restored): nothing to archive
-    if any(c["executable_sha256"] == sha for c in candidates.load_candidates(root, required=False)["candidates"]):
-        return None           # a recorded candidate: its saved copy is the archive
+    tested = run.get("executable_sha256")
+    for cand in candidates.load_candidates(root, required=False)["candidates"]:
+        if cand["executable_sha256"] == tested:
+            return cand["saved_copy"]
+    for old in sorted(versions_dir(root).glob(f"tried_*_{str(tested)[:8]}/{ARCHIVE_JSON}")):
+        if fsio.read_json(old, what="archive").get("executable_sha256") == tested:
+            return fsio.display_path(old.parent, root)
+    man = manifest.load_manifest(root / protocol.MANIFEST_NAME)
+    files = evidence.source_files(root, man)
+    sha = evidence.executable_sha256(root, files)
+    if tested != sha:
+        return None           # the tried code is no longer in place (already restored) and was never archived
     folder = versions_dir(root) / f"tried_{item_id}_{sha[:8]}"
     records = [fsio.file_record(p, root) for p in files]
-    if not (folder / ARCHIVE_JSON).is_file():
-        for rec in records:
-            fsio.write_bytes(folder / rec["path"], (root / rec["path"]).read_bytes())
-        fsio.write_json(folder / ARCHIVE_JSON, {"schema_version": 1, "item_id": item_id, "correctness": run_id,
-                                                "executable_sha256": sha, "source_files": records})
+    for rec in records:
+        fsio.write_bytes(folder / rec["path"], (root / rec["path"]).read_bytes())
+    fsio.write_json(folder / ARCHIVE_JSON, {"schema_version": 1, "item_id": item_id, "correctness": run_id,
+                                            "executable_sha256": sha, "source_files": records})
     return fsio.display_path(folder, root)
 
 
