@@ -1,9 +1,41 @@
-"""The fixed-cost probe shrinks the work axes the work model names, never an axis because its size equals
-another (#27 Deliver 7: linear with n = m = 128 once kept w[1, 128] and out[128, 128] and timed real work)."""
+"""The cpu scalar probe keeps the loop structure of the real call: rows stay, the work axes the work model
+names become 1, never an axis because its size equals another (#27 Deliver 7: linear with n = m = 128 once
+kept w[1, 128] and out[128, 128] and timed real work); a cpu residual is never wait_bound."""
+
+from __future__ import annotations
 
 import numpy as np
 
 from perftune.terminal import probe
+
+
+def rowloop(x, out):
+    for i in range(x.shape[0]):
+        out[i] = x[i] * 2.0
+
+
+def vectorised(x, out):
+    np.multiply(x, 2.0, out=out)
+
+
+def linear(x, w, b, out):
+    out[...] = x @ w + b
+
+
+def test_the_cut_keeps_the_leading_size_and_keeps_the_arguments_compatible():
+    x, out = np.ones((64, 4096), np.float32), np.empty((64, 4096), np.float32)
+    _, shapes = probe.fixed_overhead_us(vectorised, (x, out), {})
+    assert shapes == [[64, 1], [64, 1]]
+    args = (np.ones((64, 256)), np.ones((256, 512)), np.ones(512), np.empty((64, 512)))
+    _, shapes = probe.fixed_overhead_us(linear, args, {})
+    assert shapes == [[64, 1], [1, 1], [1], [64, 1]]  # x[m,1] @ w[1,1] + b[1] fits out[m,1]
+
+
+def test_a_python_row_loop_shows_its_per_row_cost_which_a_one_element_cut_would_hide():
+    x, out = np.ones((2048, 64)), np.empty((2048, 64))
+    loop_us, _ = probe.fixed_overhead_us(rowloop, (x, out), {})
+    vector_us, _ = probe.fixed_overhead_us(vectorised, (x, out), {})
+    assert loop_us > 20 * vector_us  # ~2048 interpreter steps against one ufunc call
 
 LINEAR = {"dims": [{"dim": "m", "value": "x[0]"}, {"dim": "k", "value": "x[1]"}, {"dim": "n", "value": "w[1]"}],
           "tensors": [{"tensor": "x", "elements": "m*k"}, {"tensor": "w", "elements": "k*n"},
