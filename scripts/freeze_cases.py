@@ -9,21 +9,17 @@ test call (checked with ast). A manifest is never overwritten; `--replace REASON
 round exists, keeping the old one in docs/perf/manifest_history/ (refused after the first round).
 
 usage:
-  freeze_cases.py freeze --op-dir DIR --target-case-ids ID [ID ...] --selection-mode MODE
+  freeze_cases.py freeze --op-dir DIR --target-case-ids ID [ID ...]|all_p0 --selection-mode MODE
                          --backend cpu|msprof|pypto-sim (--op-name NAME | --op-name-from RECORD [--op-name NAME])
-                         [--device N] [--warmup N] [--repeats N] [--remeasure-budget-s S] [--replace REASON] [--sim-arch A2A3|A5] [--json]
+                         [--device N] [--warmup N] [--repeats N] [--noise-band B --noise-band-reason TEXT]
+                         [--remeasure-budget-s S] [--replace REASON] [--sim-arch A2A3|A5] [--json]
   freeze_cases.py validate --op-dir DIR [--json]
   freeze_cases.py show --op-dir DIR [--json]
 
 example:
-  python3 scripts/freeze_cases.py freeze --op-dir custom/rmsnorm --target-case-ids b4_h4096_fp32 \
-      --selection-mode user_selected --backend cpu --op-name rmsnorm_kernel --repeats 10
+  python3 scripts/freeze_cases.py freeze --op-dir custom/rmsnorm --target-case-ids all_p0 --selection-mode all_p0_no_questions --backend cpu --op-name rmsnorm_kernel
 
---op-name-from takes the name from a discovery record (collect_perf.py list-op-names) and checks
-it: same backend and device, the runner unchanged since discovery, the name launched once.
-
-exit codes: 0 ok, 2 usage/contract error (message names file, field and fix), 3 environment
-(pypto-sim without the pypto extra installed: the message gives the install line).
+--op-name-from takes (and checks) the name from a discovery record (collect_perf.py list-op-names). exit codes: 0 ok, 2 usage/contract error (names file, field and fix), 3 environment (pypto-sim without the pypto extra).
 """
 
 from __future__ import annotations
@@ -45,7 +41,8 @@ def build_parser():
     sub = parser.add_subparsers(dest="command", required=True)
     freeze = sub.add_parser("freeze", help="build and write the manifest (never overwrites)")
     freeze.add_argument("--op-dir", required=True, help="operator directory (custom/<op>)")
-    freeze.add_argument("--target-case-ids", nargs="+", required=True, help="optimisation target case ids")
+    freeze.add_argument("--target-case-ids", nargs="+", required=True, help="optimisation target case ids, "
+                        "or all_p0 (every P0 case of SPEC.md; the standalone default)")
     freeze.add_argument("--selection-mode", required=True, choices=protocol.SELECTION_MODES)
     freeze.add_argument("--backend", required=True, choices=protocol.BACKENDS)
     freeze.add_argument("--op-name", help="exact timed Op Name (msprof: from discovery; cpu: "
@@ -59,6 +56,7 @@ def build_parser():
     freeze.add_argument("--aggregation", choices=protocol.AGGREGATIONS, default=protocol.DEFAULT_AGGREGATION)
     freeze.add_argument("--decision-method", choices=protocol.DECISION_METHODS, default="bootstrap")
     freeze.add_argument("--noise-band", type=float, default=protocol.DEFAULT_DECISION["noise_band"])
+    freeze.add_argument("--noise-band-reason", help="why the band differs from the default (frozen with it)")
     freeze.add_argument("--quick-min-speedup", type=float, default=protocol.DEFAULT_PROMOTION["quick_min_speedup"])
     freeze.add_argument("--promotion-rule", choices=protocol.PROMOTION_RULES, default=protocol.DEFAULT_PROMOTION["rule"])
     freeze.add_argument("--aggregate-metric", choices=protocol.AGGREGATE_METRICS, default=protocol.AGGREGATE_METRIC)
@@ -74,8 +72,7 @@ def build_parser():
     add_json_flag(freeze)
     for name, text in (("validate", "validate an existing manifest"), ("show", "print the manifest")):
         command = sub.add_parser(name, help=text)
-        command.add_argument("--op-dir", required=True)
-        add_json_flag(command)
+        command.add_argument("--op-dir", required=True), add_json_flag(command)
     return parser
 
 
@@ -92,12 +89,15 @@ def main(argv=None) -> int:
             backend=args.backend, device_id=args.device, warmup=args.warmup, repeats=args.repeats,
             op_name=args.op_name, seed=args.seed, aggregation=args.aggregation,
             launch=discovery.launch_from_record(args.op_name_from, args.op_name),
-            decision={"method": args.decision_method, "noise_band": args.noise_band, "multiplicity": args.multiplicity},
+            decision={"method": args.decision_method, "noise_band": args.noise_band, "multiplicity": args.multiplicity,
+                      **({"noise_band_reason": args.noise_band_reason} if args.noise_band_reason else {})},
             promotion={"quick_min_speedup": args.quick_min_speedup, "rule": args.promotion_rule},
             aggregate_metric=args.aggregate_metric, max_remeasurements=args.max_remeasurements,
             processes=args.processes, remeasure_budget_s=args.remeasure_budget_s,
             simulator=pypto_sim.simulator_identity(args.sim_arch) if args.backend == "pypto-sim" else None)
         manifest.check_protocol_values(proto, "freeze_cases.py")
+        if args.target_case_ids == ["all_p0"]:  # as operator-format.md writes it: every P0 case of SPEC.md
+            args.target_case_ids = manifest.p0_case_ids(args.op_dir)
         with frozen_inputs.recorded(args.op_dir, replace=args.replace):
             path, obj, report = freezing.freeze(args.op_dir, target_case_ids=args.target_case_ids,
                                                 selection_mode=args.selection_mode, proto=proto,

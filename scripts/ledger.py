@@ -5,7 +5,8 @@
 template INDEX tables (active + eligible rows) and never overwrites; `add` creates a
 bottleneck_derived item (refused while a preset item is open); `update` changes status, reason
 and evidence and validates the transition; `reopen` sends a closed item back to pending; `sweep`
-records the final candidate sweep; `show` prints the table. Formats: docs/ledger.md.
+records the final candidate sweep; `show` prints the table; `close-gated` closes every pending item
+whose recorded gate fails for this operator as not_applicable (gate as grounds). Formats: docs/ledger.md.
 
 usage:
   ledger.py init --op-dir DIR [--sources-dir DIR]
@@ -16,11 +17,14 @@ usage:
   ledger.py reopen --op-dir DIR --item ID --note N [--by ITEM]
   ledger.py sweep --op-dir DIR --scope S --examined PATH ... [--finding TEXT MAPS_TO NOTE]...
   ledger.py show --op-dir DIR [--json]
+  ledger.py close-gated --op-dir DIR [--json]
 
 example:
   python3 scripts/ledger.py update --op-dir custom/softmax --item general-18 --status accepted \
-      --correctness c001-1a2b3c4d --formal round_003 --note "fp32 accumulation: 1.4x, CI above band"
+      --correctness c001-1a2b3c4d --formal round_003 round_001 --note "fp32 accumulation: 1.4x, CI above band"
 
+`update --status accepted` recomputes the item's formal compare (--formal CANDIDATE_ROUND BEST_ROUND)
+and refuses unless the frozen acceptance rule decided accept.
 exit codes: 0 ok, 2 usage/contract error (refused transition, bad input; nothing written).
 """
 
@@ -30,8 +34,8 @@ import sys
 from datetime import datetime, timezone
 
 from perftune import fsio
-from perftune.decide import ledger, ledger_sources
-from perftune.contract import protocol
+from perftune.decide import item_decision, ledger, ledger_gates, ledger_sources
+from perftune.contract import manifest, protocol
 from perftune.argv import add_json_flag, parser_from_doc
 from perftune.errors import run_cli
 
@@ -51,8 +55,7 @@ FLAGS = {
     "reopen": [("--item", {"required": True}), ("--note", {"required": True}), ("--by", {})],
     "sweep": [("--scope", {"required": True}), ("--examined", {"nargs": "+", "required": True}),
               ("--finding", {"nargs": 3, "action": "append", "default": [], "metavar": ("TEXT", "MAPS_TO", "NOTE")})],
-    "show": [],
-}
+    "show": [], "close-gated": []}
 
 
 def build_parser():
@@ -74,6 +77,9 @@ def edit(args, at: str):
             args.op_dir, item_id=args.item_id, title=args.title, evidence_file=args.evidence_file, anchor=args.anchor,
             case_scope=args.case_scope, expected_metric=args.expected_metric, case_ids=ledger.case_ids_of(args.op_dir))
         return lambda led: ledger.add_derived(led, src, hypothesis=args.hypothesis, at=at, actor=args.actor)
+    if args.command == "close-gated":
+        man = manifest.load_manifest(f"{args.op_dir}/{protocol.MANIFEST_NAME}")
+        return lambda led: ledger_gates.close_failed(led, man, at=at, actor=args.actor)
     if args.command == "reopen":
         return lambda led: ledger.reopen_item(led, args.item, note=args.note, by=args.by, at=at, actor=args.actor)
     if args.command == "sweep":
@@ -86,7 +92,8 @@ def edit(args, at: str):
         restore_point=args.restore_point, relations=tuple(map(tuple, args.relation)),
         applicability=args.applicability, grounds=args.grounds, expected_metric=args.expected_metric,
         hypothesis=args.hypothesis)
-    return lambda led: ledger.update_item(led, args.item, change, at=at, actor=args.actor)
+    return lambda led: item_decision.require_decided(
+        args.op_dir, args.item, ledger.update_item(led, args.item, change, at=at, actor=args.actor))
 
 
 def main(argv=None) -> int:

@@ -16,22 +16,27 @@ usage:
                         [--items ID ...] [--compliance TEXT] [--supersedes VERSION_ID] [--json]
   select_best.py choose --op-dir DIR [--json]
   select_best.py confirm --op-dir DIR --final-round ROUND [--json]
+  select_best.py restore --op-dir DIR --version ID [--json]   (a recorded or tried version's code back in place)
 
 example:
   python3 scripts/select_best.py record --op-dir custom/softmax --version-id v1-fp32 --round round_002 \
       --items general-18 --correctness c002-1a2b3c4d --compliance "stage4_gates.py: PASS"
 
-exit codes: 0 ok / chosen / confirmed; 1 no eligible candidate, or the confirm round is not shown
-equivalent to the ranking (inconsistent or unresolved: disclosed; re-measure only within the frozen
-limit, never cherry-pick; each attempt is stored in docs/perf/confirm.json); 2 usage/contract error
-(also: the round does not repeat the ranking comparison, or the limit of confirm attempts is reached).
+confirm's `verdict`: `consistent`; `remeasure` (not shown equivalent, attempts left: collect a round
+paired with `confirm_partner`, confirm again); `final_unresolved` / `final_inconsistent` (the limit
+1 + protocol.max_remeasurements is reached: disclosed, no more attempts); `refuted`. Each attempt is
+stored in docs/perf/confirm.json; never cherry-pick.
+
+exit codes: 0 ok / chosen / confirm verdict consistent or final_*; 1 no eligible candidate, or confirm
+verdict remeasure or refuted; 2 usage/contract error (also: the round does not repeat the ranking
+comparison, or a confirm attempt beyond the limit).
 """
 
 from __future__ import annotations
 
 import sys
 
-from perftune.decide import candidates
+from perftune.decide import candidates, versions
 from perftune.measure import evidence
 from perftune import fsio
 from perftune.argv import add_json_flag, parser_from_doc
@@ -53,6 +58,8 @@ def build_parser():
     conf = sub.add_parser("confirm", help="compare a repeat of the ranking comparison with the ranking data")
     conf.add_argument("--final-round", required=True, help="the chosen version's confirm round (a formal round "
                       "paired with confirm_partner)")
+    res = sub.add_parser("restore", help="put a recorded or archived tried version's code back in place")
+    res.add_argument("--version", required=True, help="the version id (folder name under docs/perf/versions)")
     for command in sub.choices.values():
         command.add_argument("--op-dir", required=True, help="operator directory (custom/<op>)")
         add_json_flag(command)
@@ -72,13 +79,16 @@ def main(argv=None) -> int:
         rows = [f"{c['version_id']:<20} order={c['evaluation_order']} score={c['score']} rank={c['rank']} "
                 f"tie={c['in_tie_set']} {c['ineligible_reason'] or ''}" for c in out["candidates"]]
         text, code = "\n".join(rows + [f"chosen: {out['chosen']} - {out['reason']}"]), 0 if out["chosen"] else 1
+    elif args.command == "restore":
+        out, code = versions.restore(args.op_dir, args.version), 0
+        text = f"restored {out['version_id']} from {out['from']}: {', '.join(out['restored'])}"
     else:
         out = candidates.confirm(args.op_dir, args.final_round)
         text = (f"{out['chosen']}: final/ranking score ratio {out['ratio']:.4f} (CI {out['ratio_ci']}), band "
                 f"[{out['band'][0]:.4f}, {out['band'][1]:.4f}]: {out['status']} (attempt {out['attempt']} of "
-                f"{out['limit']}){'' if out['consistent'] else ' - ' + out['action']}"
+                f"{out['limit']}; verdict {out['verdict']}){'' if out['consistent'] else ' - ' + out['action']}"
                 f"{'; REFUTED: the round proves the chosen version slower than its reference' if out['refuted'] else ''}")
-        code = 0 if out["consistent"] else 1
+        code = 0 if out["verdict"] == "consistent" or out["verdict"].startswith("final_") else 1
     print(fsio.dumps(out), end="") if args.json else print(text)
     return code
 

@@ -32,7 +32,7 @@ def test_scaffold_filled_checked_orchestrated_and_stage5_passes(tmp_path):
     made = run_script("new_operator.py", "--op", "rmsnorm", "--dir", tmp_path / "custom", "--json")
     assert made.returncode == 0, made.stderr
     op = tmp_path / "custom" / "rmsnorm"
-    assert len(json.loads(made.stdout)["files"]) == 12
+    assert len(json.loads(made.stdout)["files"]) == 13 and (op / "sources/README.md").is_file()  # + sources stub
     assert_one_line_error(run_script("new_operator.py", "--op", "rmsnorm", "--dir", tmp_path / "custom"), 2,
                           "already exists")
     for stage in (1, 2, 3, 4):

@@ -104,8 +104,10 @@ def test_full_closure_flow_and_ledger_check(op):
     report = json.loads(check.stdout)
     assert report["closed"] is False and sum(p["code"] == "non_terminal" for p in report["problems"]) == 8
     close_presets(op)
-    ok("ledger.py", "update", "--op-dir", op, "--item", "general-18", "--status", "accepted", "--note", "1.4x",
-       "--correctness", "c001-0000abcd", "--formal", "round_002", "--relation", "requires", "kb-softmax-accum-fp32")
+    # (accepted needs a real accepting compare: tests/decide/test_item_decision.py)
+    ok("ledger.py", "update", "--op-dir", op, "--item", "general-18", "--status", "rejected", "--reason-code",
+       "no_stable_gain", "--note", "CI inside band", "--correctness", "c001-0000abcd", "--formal", "round_002",
+       "--relation", "requires", "kb-softmax-accum-fp32")
     ok("ledger.py", "add", "--op-dir", op, "--item-id", "bd-exp", "--title", "exp bound", "--evidence-file", "SPEC.md",
        "--expected-metric", "exp time", "--hypothesis", "exp dominates; vectorise it", "--case-scope", "r64_c4096_fp32")
     ok("ledger.py", "update", "--op-dir", op, "--item", "bd-exp", "--status", "rejected", "--reason-code",

@@ -33,3 +33,35 @@ def test_not_applicable_needs_a_gate_reference(op_dir):
     item = next(i for i in json.loads((op_dir / "docs/perf/ledger.json").read_text())["items"]
                 if i["item_id"] == "card-cube-01")
     assert item["status"] == "not_applicable" and item["gates"]["platform"].startswith("Ascend 950PR/950DT")
+
+
+def test_close_gated_closes_every_item_whose_recorded_gate_fails_in_one_command(op_dir):
+    """#27 Deliver 3: on cpu every Ascend-only item closes as not_applicable with its gate as grounds; the
+    operator-independent ones stay for the agent's judgement."""
+    freeze_example(op_dir)
+    assert run_script("ledger.py", "init", "--op-dir", str(op_dir), "--sources-dir", str(REFS)).returncode == 0
+    before = json.loads((op_dir / "docs/perf/ledger.json").read_text())
+    proc = run_script("ledger.py", "close-gated", "--op-dir", str(op_dir), "--json")
+    assert proc.returncode == 0, proc.stderr
+    led = json.loads(proc.stdout)
+    schemas.validate(led, "ledger")
+    gates = {i["item_id"]: i.get("gates", {}) for i in before["items"]}
+    closed = [i for i in led["items"] if i["status"] == "not_applicable"]
+    ascend = [k for k, g in gates.items() if any(w in g.get("platform", "") for w in ("Ascend", "950", "cube"))]
+    assert sorted(i["item_id"] for i in closed) == sorted(ascend) and len(closed) >= 30
+    assert all(i["applicability"]["grounds"].startswith("gate:platform — the frozen backend is cpu") for i in closed)
+    still = [i for i in led["items"] if i["status"] == "pending" and i["source_kind"] != "kb_selected"]
+    assert still and all(gates[i["item_id"]]["platform"].startswith(("any (operator", "PyPTO")) for i in still)
+    # idempotent: a second run closes nothing more
+    again = json.loads(run_script("ledger.py", "close-gated", "--op-dir", str(op_dir), "--json").stdout)
+    assert [i["status"] for i in again["items"]] == [i["status"] for i in led["items"]]
+
+
+def test_a_dtype_list_gate_fails_only_when_no_frozen_case_has_the_dtype(op_dir):
+    from perftune.contract import manifest
+    from perftune.decide import ledger_gates
+    freeze_example(op_dir)
+    man = manifest.load_manifest(op_dir / "PERFORMANCE_CASES.json")   # float32 and float16 cases
+    assert ledger_gates.failed_gate({"platform": "any (operator-independent)", "dtype": "FP16/BF16"}, man) is None
+    assert ledger_gates.failed_gate({"dtype": "BF16"}, man)[0] == "dtype"
+    assert ledger_gates.failed_gate({"dtype": "dtypes supported by the vf.* ops used"}, man) is None

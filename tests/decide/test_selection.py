@@ -203,3 +203,27 @@ def test_a_chain_that_proves_a_case_slower_fails_the_gate_and_a_partner_must_com
     band = make_manifest(method="relative_band", noise_band=0.05)
     assert row(selection.select([Entry("v0", 0), Entry("v1", 1, partner="v0")], rounds, band, links),
                "v1")["score"] == pytest.approx(2.0)
+
+
+def test_confirm_has_a_reachable_end_with_the_partner_named(tmp_path):
+    """#27: attempt 1 of 2 not shown equivalent -> remeasure paired with the named partner; attempt 2 of 2 ->
+    a stated final verdict (disclosed), never an endless 're-measure'; a third attempt is refused."""
+    from perftune.decide import candidates
+    from perftune.errors import ContractError
+
+    def attempt(n, **kw):
+        return {"final_collection_id": f"f{n}", "ranking_collection_id": "r", "executable_sha256": "s",
+                "refuted": False, "consistent": False, "status": "unresolved", "partner": "v1", **kw}
+
+    first = candidates._store_attempt(tmp_path, attempt(1), 1)
+    assert (first["verdict"], first["attempts_left"], first["limit_reached"]) == ("remeasure", 1, False)
+    assert first["confirm_partner"] == "v1" and "--paired-with DIR/docs/perf/versions/v1" in first["action"]
+    second = candidates._store_attempt(tmp_path, attempt(2), 1)
+    assert (second["verdict"], second["attempts_left"], second["limit_reached"]) == ("final_unresolved", 0, True)
+    assert "limit of 2 confirm attempt(s)" in second["action"] and "disclose" in second["action"]
+    with pytest.raises(ContractError, match="limit"):
+        candidates._store_attempt(tmp_path, attempt(3), 1)
+    other = tmp_path / "other"
+    other.mkdir()
+    assert candidates._store_attempt(other, attempt(1, consistent=True, status="consistent"), 1)["verdict"] == "consistent"
+    assert candidates._store_attempt(other, attempt(2, refuted=True), 1)["verdict"] == "refuted"

@@ -1,9 +1,10 @@
-"""demo_plan: the demo's plan parsing, acceptance rule and summary (pure)."""
+"""demo_plan: the demo's plan parsing and summary (pure)."""
 
 from __future__ import annotations
 
 import copy
 import json
+from pathlib import Path
 
 import pytest
 
@@ -12,11 +13,6 @@ from perftune.demo import plan as demo_plan
 from perftune.errors import ContractError
 
 PLAN = json.loads((EXAMPLE / "variants" / "variants.json").read_text())
-
-
-def _perf(verdicts, ci_low, mean=1.5, ci_high=2.0):
-    return {"per_case": [{"case": f"c{i}", "verdict": v, "target": True} for i, v in enumerate(verdicts)],
-            "suite": {"mean_case_speedup": mean, "ci": [ci_low, ci_high]}}
 
 
 def test_the_shipped_plan_parses_and_covers_the_example_sources():
@@ -50,20 +46,11 @@ def test_plan_refuses_a_field_the_run_ignores_a_duplicate_id_and_a_closure_with_
         demo_plan.parse_plan(bad)
 
 
-def test_acceptance_needs_a_faster_case_and_a_suite_ci_above_one():
-    assert demo_plan.acceptance(_perf(["faster", "equivalent"], 1.02))[:2] == ("accepted", None)
-    assert demo_plan.acceptance(_perf(["faster", "equivalent"], 0.99))[:2] == ("rejected", "no_stable_gain")
-    assert demo_plan.acceptance(_perf(["equivalent", "inconclusive"], 1.2))[:2] == ("rejected", "no_stable_gain")
-    status, reason, note = demo_plan.acceptance(_perf(["faster", "slower"], 1.2))
-    assert (status, reason) == ("accepted", None) and "no veto" in note and "c1 slower" in note and "1.500" in note
-    status, reason, note = demo_plan.acceptance(_perf(["slower", "equivalent"], 0.8, mean=0.9, ci_high=0.95))
-    assert (status, reason) == ("rejected", "slower") and "stably slower" in note
-
-
-def test_acceptance_ignores_non_target_cases():
-    perf = _perf(["faster", "slower"], 1.1)
-    perf["per_case"][1]["target"] = False
-    assert demo_plan.acceptance(perf)[0] == "accepted"
+def test_the_demo_has_no_acceptance_rule_of_its_own():
+    # one rule, one owner: the flow takes performance.json's item_acceptance (perftune.decide.acceptance)
+    assert not hasattr(demo_plan, "acceptance")
+    flow = (Path(demo_plan.__file__).parent / "flow.py").read_text()
+    assert 'perf["item_acceptance"]' in flow
 
 
 def test_summary_and_its_lines():

@@ -42,6 +42,7 @@ AGREED: dict[str, dict[str | None, set[str]]] = {
     "check_correctness.py": {None: {"--op-dir", "--json"}},
     "ledger.py": {
         "init": {"--op-dir", "--sources-dir", "--json"}, "show": {"--op-dir", "--json"},
+        "close-gated": {"--op-dir", "--json"},
         "add": {"--op-dir", "--item-id", "--title", "--evidence-file", "--expected-metric", "--hypothesis", "--json"},
         "update": {"--op-dir", "--item", "--status", "--reason-code", "--quick", "--correctness",
                    "--restore-point", "--note", "--hypothesis", "--expected-metric", "--applicability",
@@ -51,7 +52,9 @@ AGREED: dict[str, dict[str | None, set[str]]] = {
     "ledger_check.py": {None: {"--op-dir", "--json"}},
     "select_best.py": {"record": {"--op-dir", "--version-id", "--round", "--items", "--correctness", "--compliance",
                                   "--json"},
-                       "choose": {"--op-dir", "--json"}, "confirm": {"--op-dir", "--final-round", "--json"}},
+                       "choose": {"--op-dir", "--json"}, "confirm": {"--op-dir", "--final-round", "--json"},
+                       "restore": {"--op-dir", "--version", "--json"}},
+    "perf_next.py": {None: {"--op-dir", "--json"}},
     "perf_report.py": {None: {"--op-dir", "--json"}},
     "stage4_gates.py": {None: {"--op-dir", "--json"}},
     "stage5_check.py": {None: {"--op-dir", "--target-case-ids", "--selection-mode", "--remeasure", "--no-remeasure",

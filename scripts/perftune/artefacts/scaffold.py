@@ -240,13 +240,25 @@ USAGE = """{
 """
 
 
+SOURCES_README = """# sources/ (optional): this operator's own Stage 5 preset sources
+
+Stage 5 (`ledger.py init --sources-dir`) enumerates the plugin's references unless this folder holds
+`general-methods/INDEX.md`, `knowledge-cards/INDEX.md` and `templates/INDEX.md` (format:
+docs/operator-format.md, "sources/"). Use it when you bring methods specific to this operator, or
+when the plugin's items cannot apply to it (a cpu-only operator: most items are Ascend-only).
+Otherwise leave it as it is: `ledger.py close-gated` closes every plugin item whose recorded gate
+(platform, dtype) fails for the frozen operator in one command, and `perf_next.py` lists them.
+"""
+
+
 def templates(op: str) -> dict[str, str]:
     """File name -> content of every scaffold file for operator ``op``."""
     files = {"SPEC.md": SPEC, "EXPLORE_REPORT.md": _explore(), "PRO_MATERIAL_INDEX.md": MATERIAL,
              "MEMORY.md": MEMORY, "KB_SELECTION.json": KB_SELECTION, "OP_golden.py": GOLDEN,
              "OP_golden_cpu.py": GOLDEN_CPU, "DESIGN.md": _design(), "DESIGN_BINDINGS.json": BINDINGS,
              "module_interfaces.yaml": INTERFACES, "test_OP.py": TEST, "KB_USAGE.json": USAGE}
-    return {name.replace("OP", op): text.replace("OP", op) for name, text in files.items()}
+    return {**{name.replace("OP", op): text.replace("OP", op) for name, text in files.items()},
+            "sources/README.md": SOURCES_README}
 
 
 def create(parent: str | Path, op: str) -> tuple[Path, list[str]]:

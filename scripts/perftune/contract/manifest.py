@@ -206,6 +206,7 @@ class Decision:
     rng_seed: int
     min_repeats: int
     multiplicity: str = "bonferroni"
+    noise_band_reason: str | None = None   # why the band differs from the default (freeze --noise-band-reason)
 
 
 @dataclass(frozen=True)
@@ -249,7 +250,8 @@ class Protocol:
             "backend": self.backend, "device_id": self.device_id, "seed": self.seed,
             "warmup": self.warmup, "repeats": self.repeats, "op_name": self.op_name,
             "timing_scope": self.timing_scope, "aggregation": self.aggregation,
-            "decision": dict(self.decision.__dict__), "promotion": dict(self.promotion),
+            "decision": {k: v for k, v in self.decision.__dict__.items() if k != "noise_band_reason" or v},
+            "promotion": dict(self.promotion),
             "aggregate_metric": self.aggregate_metric, "tie_break": self.tie_break,
             "acceptance": dict(self.acceptance), "max_remeasurements": self.max_remeasurements,
             "processes": self.processes,
@@ -414,6 +416,12 @@ def _parse_manifest(obj: Any, source: str, check_schema: bool) -> Manifest:
         proto = Protocol(**raw_proto)
     return Manifest(version, tuple(cases), tuple((target or {}).get("case_ids", ())),
                     (target or {}).get("selection_mode"), proto, obj.get("user_target"), obj)
+
+
+def p0_case_ids(op_dir: str | Path) -> list[str]:
+    """Every P0 case id of the operator's SPEC.md, in table order (``--target-case-ids all_p0``)."""
+    path = Path(op_dir) / "SPEC.md"
+    return [c.id for c in parse_spec(path.read_text(encoding="utf-8") if path.is_file() else "", str(path)).cases if c.p0]
 
 
 def load_manifest(path: str | Path, *, check_schema: bool = True) -> Manifest:

@@ -112,6 +112,6 @@ RELATION_KINDS = ("overlap", "requires", "enables", "conflict", "covers", "reope
 
 # Terminal evidence (DESIGN §8 P8).
 ROOFLINE_IDEAL = ("compute_bound", "data_movement_bound", "balanced_compute_movement")
-ROOFLINE_RESIDUAL = ("scalar_bound", "wait_bound")
+ROOFLINE_RESIDUAL = ("scalar_bound", "wait_bound", "unattributed_residual")  # the last: cpu (no wait evidence)
 PIPELINE_ALLOWED = ("proven", "not_applicable_with_dag", "residual_not_overlapped")
 NOT_EVALUABLE = ("insufficient_evidence", "unverified", "unknown")

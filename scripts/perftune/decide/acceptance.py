@@ -13,6 +13,7 @@ with documented defaults (docs/statistics.md, "Frozen decision rules"), fixed be
   ``suite_ci_low_above_one_no_slower_target`` — ``accepted`` when the suite CI lies entirely above 1
   and no target case is ``slower`` (the final compare gate would pass); ``rejected/slower`` when a
   target case is slower or the suite CI lies entirely below 1; else ``rejected/no_stable_gain``.
+  ``relative_band`` (no CI): the suite point outside the band [1/(1+δ), 1+δ] stands for the CI.
 """
 
 from __future__ import annotations
@@ -38,11 +39,18 @@ def promote(suite: SuiteResult, rule: Mapping[str, Any], delta: float) -> tuple[
     return suite.ci_low > threshold, f"suite {suite.metric} CI lower bound > {threshold:.4g}"
 
 
-def accept(per_case: Sequence[Mapping[str, Any]], suite: Mapping[str, Any], rule: Mapping[str, Any]) -> dict[str, Any]:
-    """The item decision of a formal compare against the current best, by the frozen rule."""
+def accept(per_case: Sequence[Mapping[str, Any]], suite: Mapping[str, Any], rule: Mapping[str, Any],
+           delta: float | None = None) -> dict[str, Any]:
+    """The item decision of a formal compare against the current best, by the frozen rule. A suite without
+    a CI (``relative_band``: point only) stands for its band: the point ≥ 1+δ reads as a CI above 1,
+    ≤ 1/(1+δ) as a CI below 1 (the same band its per-case verdicts use); else no stable gain."""
     targets = [r for r in per_case if r.get("target", True)]
     slower = [r["case"] for r in targets if r["verdict"] == "slower"]
     ci = suite.get("ci") or [None, None]
+    point = suite.get("score")
+    if ci[0] is None and point is not None and delta is not None and suite.get("method") == "relative_band":
+        low, high = band(delta)
+        ci = [point, point] if point >= high or point <= low else [None, None]
     if slower:
         status, reason = "rejected", "slower"
     elif ci[0] is not None and ci[0] > 1.0:

@@ -372,10 +372,31 @@ def _store_attempt(root: Path, attempt: dict[str, Any], limit: int) -> dict[str,
             raise ContractError(path, "attempts", f"the chosen code was confirmed {len(same)} time(s); the frozen "
                                 f"limit is 1 + protocol.max_remeasurements = {limit + 1}",
                                 "report the result as unresolved; never re-measure until consistent")
-        attempt = {**attempt, "attempt": len(same) + 1, "limit": limit + 1}
+        attempt = {**attempt, "attempt": len(same) + 1, "limit": limit + 1, **_verdict(attempt, len(same) + 1, limit + 1)}
         log["attempts"].append(attempt)
         fsio.write_json(path, log)
     return attempt
+
+
+def _verdict(attempt: dict[str, Any], number: int, limit: int) -> dict[str, Any]:
+    """The stated end of confirm: consistent; re-measure (attempts left); or, at the limit, the final status
+    disclosed. ``refuted`` is never final-and-fine: the choice does not hold."""
+    partner = attempt.get("partner") or "v000"
+    left = limit - number
+    if attempt["refuted"]:
+        verdict, action = "refuted", ("the confirm round proves the chosen version slower than its partner: "
+                                      "report it; the choice does not hold")
+    elif attempt["consistent"]:
+        verdict, action = "consistent", "none"
+    elif left > 0:
+        verdict, action = "remeasure", (f"collect_perf.py formal --paired-with DIR/docs/perf/versions/{partner}, then "
+                                        f"select_best.py confirm on that round ({left} attempt(s) left)")
+    else:
+        verdict, action = f"final_{attempt['status']}", (f"none: the limit of {limit} confirm attempt(s) "
+                                                         f"(1 + protocol.max_remeasurements) is reached; disclose "
+                                                         f"the {attempt['status']} confirm in the report")
+    return {"verdict": verdict, "limit_reached": left <= 0, "attempts_left": max(left, 0),
+            "confirm_partner": partner, "action": action}
 
 
 def _close(a: float, b: Any) -> bool:

@@ -264,7 +264,7 @@ def build_performance(*, task: str, manifest: Manifest, manifest_record: Mapping
         "unstable_cases": [row["case"] for row in per_case if row["stable"] is False],
     }
     rule = manifest.protocol.rule("acceptance") if manifest.protocol else dict(protocol.DEFAULT_ACCEPTANCE)
-    perf["item_acceptance"] = acceptance.accept(per_case, perf["suite"], rule)
+    perf["item_acceptance"] = acceptance.accept(per_case, perf["suite"], rule, decision.noise_band)
     perf.update(target_block(per_case, manifest.user_target, golden_us is not None))
     return perf
 
@@ -354,8 +354,9 @@ def _load_manifest(root: Path) -> tuple[Manifest, dict[str, Any]]:
     return man, {**fsio.file_record(path, root), "schema_version": man.schema_version}
 
 
-def load_formal(op_dir: str | Path, baseline_ref: str, candidate_ref: str) -> dict[str, Any]:
-    """Recompute the formal compare of two rounds on disk; the validated ``performance.json`` dict."""
+def load_formal(op_dir: str | Path, baseline_ref: str, candidate_ref: str, *, newest: bool = True) -> dict[str, Any]:
+    """Recompute the formal compare of two rounds on disk; the validated ``performance.json`` dict.
+    ``newest=False``: an earlier item decision is recomputed (the candidate need not be the newest round)."""
     from ..measure import evidence, fingerprint  # I/O modules, imported at the edge only
     from ..contract import golden
     root = Path(op_dir)
@@ -368,10 +369,10 @@ def load_formal(op_dir: str | Path, baseline_ref: str, candidate_ref: str) -> di
     if (different := fingerprint.mismatch(base.collection, cand.collection)):
         raise ContractError(cand.path / evidence.COLLECTION_JSON, "environment", f"measured on another machine or "
                             f"toolchain than the baseline: {different}", "collect baseline and final in one environment")
-    newest = [r["name"] for r in evidence.list_rounds(root) if r["status"] == "complete" and r["mode"] == "compare"]
-    if newest and cand.path.name != newest[-1]:
+    latest = [r["name"] for r in evidence.list_rounds(root) if r["status"] == "complete" and r["mode"] == "compare"]
+    if newest and latest and cand.path.name != latest[-1]:
         raise ContractError("compare_perf.py", "--candidate", f"{cand.path.name} is not the newest complete formal "
-                            f"round ({newest[-1]} is)", "performance.json always describes the final round; "
+                            f"round ({latest[-1]} is)", "performance.json always describes the final round; "
                             "compare the newest round")
     report = golden.load_golden(root, man)
     golden_us = None if report is None else {cid: g.per_iteration_e2e_us for cid, g in report.cases.items()}

@@ -2,8 +2,9 @@
 
 Each function runs step keys of :data:`perftune.demo.steps.ORDER` through :class:`Driver`; the
 values come from the earlier steps' JSON and from the operator's plan (the stand-in for the
-agent's judgement). The acceptance decision after a formal compare is
-:func:`perftune.demo.plan.acceptance`, the one place the flow asks for it.
+agent's judgement). The item decision after a formal compare is the compare's own
+``item_acceptance`` (the frozen rule, ``perftune.decide.acceptance.accept``); every exit code is
+obeyed as SKILL.md tells the agent.
 """
 
 from __future__ import annotations
@@ -85,23 +86,28 @@ def experiment(d: Driver, op: opfolder.Operator, exp: demo_plan.Experiment, clos
     d.apply(exp.version_id, op.test_file)
     common = {**item, **d.best_values(), "CODE_REF": f"variants/{exp.version_id}/{op.test_file}"}
     passed, run_id = d.correctness()
-    if not passed:
-        d.apply(parent, op.test_file)
+    if not passed:  # close first (the tried code is archived while in place), then restore the best
         _close(d, closed, **common, STATUS="rejected", REASON_CODE="correctness_failed", NOTE="precision gate failed")
+        d.apply(parent, op.test_file)
         return "rejected (correctness_failed)"
     _, quick = d.run("quick", label=exp.version_id)
     _, screen = d.run("quick_compare", QUICK_ID=quick["collection_id"], **d.best_values())
     promo, common["QUICK_ID"] = screen["promotion"], quick["collection_id"]
     mean = promo["mean_case_speedup"]
     if not promo["promote"]:
-        d.apply(parent, op.test_file)
         _close(d, closed, **common, STATUS="rejected", REASON_CODE="quick_not_promoted",
                NOTE=f"quick mean speed-up {mean:.3f} vs {parent} (rule: {promo['rule']}, threshold "
                     f"{promo['threshold']}); slower target cases: {promo['slower_target_cases'] or 'none'}")
+        d.apply(parent, op.test_file)
         return f"rejected (quick_not_promoted: quick mean speed-up {mean:.3f} vs {parent})"
     entry = d.formal("paired_formal", exp.version_id, **d.best_values())
-    _, perf = d.run("formal_compare", ok=(0, 1), ROUND=entry["round"], **d.best_values())
-    status, reason, note = demo_plan.acceptance(perf)
+    code, perf = d.run("formal_compare", ok=(0, 1), ROUND=entry["round"], **d.best_values())
+    decided = perf["item_acceptance"]  # the frozen rule's decision (exit 1: a target case is slower)
+    status, reason = decided["status"], decided["reason_code"]
+    if code == 1 and (status, reason) != ("rejected", "slower"):
+        raise CheckFailed(d.logs, "formal_compare", f"exit 1 but item_acceptance {status}/{reason}",
+                          "compare_perf.py and the frozen acceptance rule disagree")
+    note = f"formal compare, rule {decided['rule']}: {decided['note']}"
     if status == "accepted":  # only accepted versions become candidates: ledger and ranking agree
         d.run("record", label=exp.version_id, VERSION_ID=exp.version_id, ROUND=entry["round"], ITEM_ID=exp.item_id)
     _close(d, closed, **common, STATUS=status, REASON_CODE=reason, NOTE=f"vs {parent}: {note}",
@@ -152,8 +158,10 @@ def finish(d: Driver, op: opfolder.Operator) -> tuple[int, dict[str, Any]]:
     if not passed:
         raise CheckFailed(d.op / op.test_file, "chosen", f"the chosen version {chosen} fails a test", "see the log")
     d.values["CONFIRM_PARTNER"] = selection["confirm_partner"]
-    d.values["CONFIRM_ROUND"] = d.formal("confirm_round", "confirm")["round"]
-    _, confirm = d.run("confirm", ok=(0, 1))
+    confirm = {"verdict": "remeasure"}
+    while confirm["verdict"] == "remeasure":  # SKILL step 26: re-measure only while the verdict says so
+        d.values["CONFIRM_ROUND"] = d.formal("confirm_round", "confirm")["round"]
+        _, confirm = d.run("confirm", ok=(0, 1))
     d.values["FINAL_ROUND"] = d.formal("final_formal", "final")["round"]
     _, perf = d.run("final_compare", ok=(0, 1))
     d.run("terminal")
@@ -161,7 +169,8 @@ def finish(d: Driver, op: opfolder.Operator) -> tuple[int, dict[str, Any]]:
     code, verdict = d.run("verify", ok=(0, 1))
     line = "Stage 5 verification PASSED." if code == 0 else "Stage 5 verification FAILED."
     result = demo_plan.summary(perf, selection, verdict, str(d.op / "PERFORMANCE_REPORT.md"), line)
-    result["confirm"] = {k: (confirm or {}).get(k) for k in ("consistent", "ratio", "ratio_ci", "delta", "action")}
+    result["confirm"] = {k: (confirm or {}).get(k) for k in ("verdict", "consistent", "ratio", "ratio_ci", "delta",
+                                                             "attempt", "limit", "action")}
     return code, result
 
 

@@ -8,13 +8,9 @@ hypothesis, expected_metric``; each runs on the current best, so there is no ``p
 its note/grounds, or ``same_as`` another item's conclusion and evidence) and ``sweep`` (scope and
 findings of the final candidate sweep). It stands in for the agent's judgement, nothing else.
 
-Decisions (frozen here, before any result is seen):
-- promotion quick → formal: the ``promotion.promote`` flag that ``compare_perf.py quick``
-  computes with the frozen rule (mean case speed-up >= ``quick_min_speedup``, no target slower);
-- acceptance after the formal compare against the current best (:func:`acceptance`, the one place
-  the driver asks for it; SKILL.md step 18 states the same rule): ``accepted`` when at least one
-  target case is ``faster`` and the suite CI lies entirely above 1; ``rejected`` with ``slower``
-  when the suite CI lies entirely below 1, else ``no_stable_gain``.
+The plan decides nothing a rule decides: promotion is ``compare_perf.py quick``'s
+``promotion.promote`` and the item decision ``compare_perf.py formal``'s ``item_acceptance``, both by
+the rules frozen in PERFORMANCE_CASES.json (``perftune.decide.acceptance``, docs/statistics.md).
 """
 
 from __future__ import annotations
@@ -146,27 +142,6 @@ def _golden(raw: Any, source: str) -> dict[str, str]:
 def unplanned(plan: Plan, ledger_items: list[str]) -> list[str]:
     """Ledger items that the plan neither tests nor closes (the demo refuses to guess them)."""
     return sorted(set(ledger_items) - plan.planned_items())
-
-
-def acceptance(perf: dict[str, Any]) -> tuple[str, str | None, str]:
-    """(status, reason_code, note) of an item from the formal compare against the current best.
-
-    Accepted: at least one target case ``faster`` and the suite CI entirely above 1. Per-case
-    regressions are disclosed in the note but never veto (upstream best-version rule).
-    """
-    rows = [r for r in perf["per_case"] if r.get("target", True)]
-    verdicts = {r["case"]: r["verdict"] for r in rows}
-    suite = perf["suite"]
-    ci = suite.get("ci") or [None, None]
-    text = f"suite mean speed-up {_num(suite.get('mean_case_speedup'))} CI [{_num(ci[0])}, {_num(ci[1])}]; " + \
-        ", ".join(f"{case} {verdict}" for case, verdict in verdicts.items())
-    if any(v == "faster" for v in verdicts.values()) and ci[0] is not None and ci[0] > 1.0:
-        slower = [case for case, verdict in verdicts.items() if verdict == "slower"]
-        disclosed = f" (disclosed, no veto: slower cases {slower})" if slower else ""
-        return "accepted", None, f"formal compare: stable gain{disclosed}; {text}"
-    if ci[1] is not None and ci[1] < 1.0:
-        return "rejected", "slower", f"formal compare: the suite is stably slower; {text}"
-    return "rejected", "no_stable_gain", f"formal compare: no stable gain; {text}"
 
 
 def _num(value: Any) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..contract import protocol
 from .text import MISSING, fmt, fmt_ci, unproven_note
 
 
@@ -138,7 +139,7 @@ def _terminal(inp: FinalInputs) -> list[str]:
         roof, pipe, scalar = c["roofline_terminal"], c["pipeline_evidence"], c["scalar_evidence"]
         rows.append([c["case"], roof["status"], fmt(roof.get("attained_fraction"), ".3f"), roof["binding_roof"],
                      pipe["status"], str(scalar["dominant"]).lower()])
-        if roof["status"] in ("scalar_bound", "wait_bound") or scalar["dominant"] is True:
+        if roof["status"] in protocol.ROOFLINE_RESIDUAL or scalar["dominant"] is True:
             residual.append(f"- {c['case']}: {roof['reason']}")
     return ["## 5. Terminal evidence per P0 case", ""] + \
         _table(["case", "roofline", "fraction of roof", "binding roof", "pipeline", "scalar dominant"], rows) + \

@@ -14,10 +14,12 @@ machine, single thread, float32 — not the silicon peak, because a numpy kernel
 Fixed overhead (``python -m perftune.terminal.probe`` in the op dir, one process for all cases):
 imports the op's test module like the cpu runner, replaces the frozen op with a shim, runs the
 case's test once (so the real arguments reach the op), then times the *same* kernel on a cut of
-its arguments that keeps the loop structure of the real call: the leading size (axis 0 of the
-first array argument: rows, ``m``) stays whole and every other axis size becomes 1, mapped by size
-so that axes of equal size stay equal and the arguments stay compatible (softmax ``x[64, 4096]`` →
-``x[64, 1]``; linear ``x[m, k] @ w[k, n]`` → ``x[m, 1] @ w[1, 1]``). What remains is the fixed cost
+its arguments that keeps the loop structure of the real call: the leading dim (axis 0 of the
+first array argument: rows, ``m``) stays whole and every work axis the frozen work model names
+(``T[i]`` / ``shape[i]`` dims, tensors whose elements are a product of dims) becomes 1; an axis the
+model does not name stays only when it is axis 0 with the leading size (an output buffer), never an
+axis because its size equals another (softmax ``x[64, 4096]`` → ``x[64, 1]``; linear
+``x[m, k] @ w[k, n]`` → ``x[m, 1] @ w[1, 1]``, also when n = m). What remains is the fixed cost
 per call *and per row* (interpreter, Python loops over rows, ufunc dispatch, allocation), which a
 one-element cut would hide. Median of 101 calls, in µs.
 
@@ -29,7 +31,9 @@ usage:
 from __future__ import annotations
 
 import gc
+import inspect
 import platform as host
+import re
 import statistics
 import sys
 import time
@@ -107,18 +111,56 @@ def probe_platform(now: str) -> dict[str, Any]:
             "notes": "practical single-thread numpy roof of the measuring host; re-probe on another host"}
 
 
-def _leading_size(values) -> int | None:
-    for value in values:
-        if isinstance(value, np.ndarray) and value.ndim > 0:
-            return value.shape[0]
-    return None
+def axis_dims(work_model: dict | None, names: list[str]) -> dict[tuple[str, int], str]:
+    """(argument name, axis) -> work-model dim: ``T[i]`` dims, ``shape[i]`` dims (the first array
+    argument) and tensors whose ``elements`` is a product of dims (one per axis, in order)."""
+    model = work_model or {}
+    dims = {d["dim"]: str(d["value"]).replace(" ", "") for d in model.get("dims", [])}
+    out: dict[tuple[str, int], str] = {}
+    for dim, value in dims.items():
+        match = re.fullmatch(r"([A-Za-z_]\w*)\[(\d+)\]", value)
+        if match:
+            tensor = names[0] if match.group(1) == "shape" and names else match.group(1)
+            out[(tensor, int(match.group(2)))] = dim
+    base = {d for d, v in dims.items() if re.fullmatch(r"[A-Za-z_]\w*\[\d+\]", v)}
+    for tensor in model.get("tensors", []):
+        factors = str(tensor["elements"]).replace(" ", "").split("*")
+        if all(f in base for f in factors):
+            for axis, dim in enumerate(factors):
+                out.setdefault((tensor["tensor"], axis), dim)
+    return out
 
 
-def _cut(value, keep: int | None):
-    """``value`` with every axis whose size is not ``keep`` cut to one element (arrays only)."""
-    if isinstance(value, np.ndarray) and value.ndim > 0:
-        return value[tuple(slice(None) if size == keep else slice(0, 1) for size in value.shape)]
-    return value
+def _arrays(target, args: tuple, kwargs: dict) -> list[tuple[str, Any]]:
+    """(parameter name, value) of every argument, named by the kernel's signature when it binds."""
+    try:
+        bound = inspect.signature(target).bind(*args, **kwargs)
+        return list(bound.arguments.items())
+    except (TypeError, ValueError):
+        return [(f"arg{i}", a) for i, a in enumerate(args)] + list(kwargs.items())
+
+
+def cut_arguments(target, args: tuple, kwargs: dict, work_model: dict | None) -> tuple[dict[str, Any], str | None]:
+    """The loop-preserving cut: the leading dim (axis 0 of the first array argument) stays whole and every
+    work axis the work model names becomes 1; an axis the model does not name is kept only when it is axis 0
+    of size equal to the leading dim (an output buffer), never any other axis because of its size."""
+    named = _arrays(target, args, kwargs)
+    arrays = [n for n, v in named if isinstance(v, np.ndarray) and v.ndim > 0]
+    mapping = axis_dims(work_model, arrays)
+    leading = mapping.get((arrays[0], 0)) if arrays else None
+    lead_size = dict(named)[arrays[0]].shape[0] if arrays else None
+    out = {}
+    for name, value in named:
+        if not (isinstance(value, np.ndarray) and value.ndim > 0):
+            out[name] = value
+            continue
+        keep = []
+        for axis, size in enumerate(value.shape):
+            dim = mapping.get((name, axis))
+            keep.append(dim == leading if dim is not None and leading is not None
+                        else axis == 0 and size == lead_size)
+        out[name] = value[tuple(slice(None) if k else slice(0, 1) for k in keep)]
+    return out, leading
 
 
 class CaptureShim:
@@ -133,11 +175,12 @@ class CaptureShim:
         return self.target(*args, **kwargs)
 
 
-def fixed_overhead_us(target, args: tuple, kwargs: dict) -> tuple[float, list[list[int]]]:
+def fixed_overhead_us(target, args: tuple, kwargs: dict, work_model: dict | None = None
+                      ) -> tuple[float, list[list[int]]]:
     """Median time (µs) of ``target`` on the loop-preserving cut of its arguments, and the cut shapes."""
-    keep = _leading_size((*args, *kwargs.values()))
-    tiny_args = tuple(_cut(a, keep) for a in args)
-    tiny_kwargs = {k: _cut(v, keep) for k, v in kwargs.items()}
+    cut, _ = cut_arguments(target, args, kwargs, work_model)
+    names = [n for n, _ in _arrays(target, args, kwargs)]
+    tiny_args, tiny_kwargs = tuple(cut[n] for n in names[:len(args)]), {k: cut[k] for k in names[len(args):]}
     durations = []
     gc.disable()
     try:
@@ -151,7 +194,7 @@ def fixed_overhead_us(target, args: tuple, kwargs: dict) -> tuple[float, list[li
     return statistics.median(durations) / 1000, shapes
 
 
-def measure_case(module, function, op_name: str, case_id: str) -> dict[str, Any]:
+def measure_case(module, function, op_name: str, case_id: str, work_model: dict | None = None) -> dict[str, Any]:
     target = getattr(module, op_name, None)
     if not callable(target):
         raise ContractError(op_name, "protocol.op_name", "is not a function of the runner module",
@@ -165,7 +208,7 @@ def measure_case(module, function, op_name: str, case_id: str) -> dict[str, Any]
     if len(shim.calls) != 1:
         raise CheckFailed(op_name, case_id, f"the test called the op {len(shim.calls)} times", "launch it once")
     try:
-        overhead, shapes = fixed_overhead_us(target, *shim.calls[0])
+        overhead, shapes = fixed_overhead_us(target, *shim.calls[0], work_model)
     except Exception as exc:  # the kernel does not accept a tiny cut: say so, never guess
         return {"case_id": case_id, "fixed_overhead_us": None, "tiny_shapes": None,
                 "problem": f"kernel refused the tiny input: {type(exc).__name__}: {exc}"}
@@ -185,7 +228,7 @@ def main(argv=None) -> int:
         known_case(manifest, case_id, args.manifest)
         seed_all()
         rows.append(measure_case(module, case_function(module, manifest, case_id, args.manifest),
-                                 args.op_name, case_id))
+                                 args.op_name, case_id, manifest.raw.get("work_model")))
     fsio.write_json(args.output, {"cases": rows})
     return 0
 

@@ -133,7 +133,7 @@ def _case_block(case, samples: list[float], manifest: Manifest, model: dict[str,
                                                       "variable A/B; not derivable from timings"]}
         pipeline = {"status": "unverified", "grounds": ["requires_tile_dag_correlation"]}
     share = scalar.get("share") if scalar["dominant"] != "unknown" else None
-    roof = roofline.roofline(work, case_us, platform, share)
+    roof = roofline.roofline(work, case_us, platform, share, waits_observable=manifest.protocol.backend != "cpu")
     roof["platform"] = platform_ref
     roof["aggregation"] = method
     return {"case": case.id, "shape": case.shape, "dtype": case.dtype, "roofline_terminal": roof,

@@ -20,6 +20,8 @@ Status rules (first match wins; thresholds are this module's constants):
    else ``balanced_compute_movement``.
 3. ``wait_bound`` (residual): neither a roof nor fixed overhead explains the time; the core spends
    it outside the necessary work (stalls, allocation and page faults, non-vector conversion paths).
+   Only where the backend can show waits: on cpu (no asynchronous pipes) the residual is
+   ``unattributed_residual`` with that reason, never ``wait_bound``.
 An attained fraction above ``1 + ATTAINED_TOLERANCE`` (1.2) is impossible under a correct model and
 a correct roof: ``stage5_check.py`` P8 reports it as ``performance_evidence_invalid`` with the
 numbers (the tolerance covers the probe's own best-of-7 noise on a shared host).
@@ -115,8 +117,10 @@ def _ideal_status(ratio: float) -> tuple[str, str]:
                                          f"[{1 / BINDING_RATIO}, {BINDING_RATIO}]")
 
 
-def classify(attained: float | None, ratio: float, fixed_share: float | None) -> tuple[str, str]:
-    """The roofline status and its reason (rules 1-3 of the module docstring)."""
+def classify(attained: float | None, ratio: float, fixed_share: float | None,
+             waits_observable: bool = True) -> tuple[str, str]:
+    """The roofline status and its reason (rules 1-3 of the module docstring). ``waits_observable``
+    False (cpu: no asynchronous pipes, no wait evidence): the residual is never ``wait_bound``."""
     if attained is None:
         return "insufficient_evidence", "no measured time for this case"
     if fixed_share is None:
@@ -127,13 +131,17 @@ def classify(attained: float | None, ratio: float, fixed_share: float | None) ->
     if attained >= MEANINGFUL_FRACTION:
         status, why = _ideal_status(ratio)
         return status, f"attained {attained:.1%} of the roof (>= {MEANINGFUL_FRACTION:.0%}); {why}"
+    if not waits_observable:
+        return "unattributed_residual", (f"attained only {attained:.2%} of the roof (< {MEANINGFUL_FRACTION:.0%}) "
+                                         f"and fixed overhead is {fixed_share:.1%}; this backend has no pipe or wait "
+                                         "evidence, so the residual time is not attributed (never wait_bound)")
     return "wait_bound", (f"attained only {attained:.2%} of the roof (< {MEANINGFUL_FRACTION:.0%}) and fixed "
                           f"overhead is {fixed_share:.1%}: the time goes outside the necessary work "
                           "(stalls, allocation, non-vector conversion paths)")
 
 
 def roofline(work: CaseWork, measured_us: float | None, platform: Platform,
-             fixed_share: float | None) -> dict[str, Any]:
+             fixed_share: float | None, waits_observable: bool = True) -> dict[str, Any]:
     """The ``roofline_terminal`` block of one case (numbers rounded for stable JSON)."""
     floors = floors_us(work, platform)
     compute_us, memory_us = floors["compute_floor_us"], floors["memory_floor_us"]
@@ -141,7 +149,7 @@ def roofline(work: CaseWork, measured_us: float | None, platform: Platform,
     ok = measured_us is not None and math.isfinite(measured_us) and measured_us > 0
     attained = roof_us / measured_us if ok else None
     ratio = compute_us / memory_us
-    status, reason = classify(attained, ratio, fixed_share)
+    status, reason = classify(attained, ratio, fixed_share, waits_observable)
     seconds = measured_us / 1e6 if ok else None
     return {
         "status": status, "reason": reason,

@@ -68,6 +68,8 @@ P_CHECKS: tuple[Check, ...] = (
     _c("P6.target_status", "the recomputed target status", "performance_evidence_invalid"),
     _c("P7.ledger", "ledger_check passes", "performance_item_coverage_invalid"),
     _c("P7.selection", "the delivered code is the recomputed choice", "performance_item_coverage_invalid"),
+    _c("P7.item_decision", "every closed item's decision recomputes from its formal compare under the frozen rule",
+       "performance_item_coverage_invalid"),
     _c("P7.cited_evidence", "every round, correctness run and file the ledger cites loads and keeps its hash",
        "performance_item_coverage_invalid"),
     _c("P8.terminal_evidence", "evaluable terminal evidence of the final round per P0 case",

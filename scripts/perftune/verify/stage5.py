@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from ..decide import item_decision
 from ..measure import correctness, evidence
 from .. import fsio
 from ..contract import manifest, protocol, schemas
@@ -232,9 +233,14 @@ def gate_p6(ctx: Context) -> list[Finding]:
 def gate_p7(ctx: Context) -> list[Finding]:
     _guard(ctx, "manifest", "stage5_contract_blocked")
     cat = "performance_item_coverage_invalid"
-    return (findings("P7.ledger", ev.ledger_problems(ctx.op_dir), category=cat)
-            + findings("P7.cited_evidence", cited_evidence.ledger_problems(ctx.op_dir), category=cat)
-            + findings("P7.selection", ev.selection_problems(ctx.op_dir, ctx.delivered_sha), category=cat))
+    out = (findings("P7.ledger", ev.ledger_problems(ctx.op_dir), category=cat)
+           + findings("P7.cited_evidence", cited_evidence.ledger_problems(ctx.op_dir), category=cat)
+           + findings("P7.selection", ev.selection_problems(ctx.op_dir, ctx.delivered_sha), category=cat))
+    led = ctx.op_dir / protocol.PERF_DIR / protocol.LEDGER_NAME
+    if led.is_file():  # the ledger cannot lie: every item's decision recomputed by the frozen rule
+        out += findings("P7.item_decision", item_decision.decision_problems(ctx.op_dir, fsio.read_json(
+            led, what="ledger")), category=cat)
+    return out
 
 
 def gate_p8(ctx: Context) -> list[Finding]:

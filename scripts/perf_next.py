@@ -1,0 +1,74 @@
+#!/usr/bin/env python3
+"""Print the next Stage 5 step of SKILL.md for an operator folder, every value filled from the evidence.
+
+Reads the evidence state (PERFORMANCE_CASES.json, correctness runs, rounds, quick screens, ledger,
+candidates, selection, confirm log, performance.json, the final files) and prints the next step:
+its SKILL key, why, and the exact command from SKILL.md's `bash step=<key>` block with every value
+the evidence fixes; a placeholder left in UPPER_CASE is the agent's judgement, listed under `needs`
+with the allowed values. Run it after every step (the demo runs on it). Decision logic:
+perftune/decide/next_step.py (docs/demo.md).
+
+usage:
+  perf_next.py --op-dir DIR [--json]
+
+example:
+  python3 scripts/perf_next.py --op-dir custom/softmax
+
+exit codes: 0 a next step (or `done`), 2 usage/contract error (unreadable evidence), 3 environment.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+
+from perftune import fsio
+from perftune.argv import add_json_flag, parser_from_doc
+from perftune.decide import next_step
+from perftune.demo import skill as skill_mod
+from perftune.errors import run_cli
+
+OWN = {"restore": "python3 ${CLAUDE_PLUGIN_ROOT}/scripts/select_best.py restore --op-dir DIR --version VERSION_ID --json",
+       "close_gated": "python3 ${CLAUDE_PLUGIN_ROOT}/scripts/ledger.py close-gated --op-dir DIR --json"}
+
+
+def render(key: str, values: dict, needs: dict, op_dir: str, skill: skill_mod.Skill) -> str | None:
+    """The step's command, filled; None for a step without a command (edit, stop, done)."""
+    template = OWN.get(key) or skill.commands.get(key)
+    if template is None:
+        return None
+    filled = {name: None for name in skill_mod.placeholders(template)}
+    filled.update({name: name for name in needs}, **values, DIR=op_dir)
+    argv = skill_mod.fill(template, filled, skill.path, key)
+    return shlex.join(argv)
+
+
+def build_parser():
+    parser = parser_from_doc(__doc__, "perf_next.py")
+    parser.add_argument("--op-dir", required=True, help="operator directory (custom/<op>)")
+    add_json_flag(parser)
+    return parser
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    out = next_step.next_steps(args.op_dir)
+    skill = skill_mod.load()
+    for st in out["steps"]:
+        st["command"] = render(st["key"], st["values"], st["needs"], args.op_dir, skill)
+    if args.json:
+        print(fsio.dumps(out), end="")
+        return 0
+    if len(out["steps"]) > 1:
+        print("run these in order:" if out["mode"] == "sequence" else "choose one of:")
+    for st in out["steps"]:
+        print(f"next: {st['key']} - {st['why']}")
+        if st["command"]:
+            print(f"  {st['command']}")
+        for name, what in st["needs"].items():
+            print(f"  {name}: {what}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(run_cli(main))

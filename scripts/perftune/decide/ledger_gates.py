@@ -1,0 +1,70 @@
+"""Gates close what cannot apply: recorded applicability gates evaluated against the frozen operator (#27).
+
+An enumerated item carries its source file's gates (``ledger_sources.parse_gates``). Two of them are
+decidable from the frozen manifest alone, so they need no judgement:
+
+- ``platform``: the measuring platform is the backend's (cpu: no Ascend unit at all; pypto-sim: the
+  frozen ``simulator.device_arch``; msprof: the card, not recorded in the manifest → never decided
+  here). A gate that names Ascend hardware (``Ascend``, ``950``, ``cube``) fails on cpu; a gate
+  for 950PR/950DT only (``A2/A3 not applicable``, ``950PR/950DT only``) fails on an A2A3 simulator.
+- ``dtype``: a gate that is a plain list of dtypes (``FP16/BF16/FP32``, ``FP32``) fails when no
+  frozen case has one of them.
+
+Every other gate text (``any``, shapes, bounds, "dtypes supported by …") stays the agent's judgement.
+:func:`close_failed` closes each pending non-kb item with a failing gate as ``not_applicable`` with
+``gate:<key> — <why>`` as grounds (``ledger.py close-gated``, one command instead of one per item).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ..contract.manifest import Manifest
+from .ledger import ItemChange, update_item
+
+_DTYPES = {"FP32": "float32", "FP16": "float16", "BF16": "bfloat16", "INT8": "int8", "FP64": "float64"}
+_ASCEND = re.compile(r"\bAscend\b|\b950|\bcube\b", re.I)
+_950_ONLY = re.compile(r"A2/A3 not applicable|950PR/950DT only|other SoCs differ", re.I)
+
+
+def failed_gate(gates: dict[str, str], man: Manifest) -> tuple[str, str] | None:
+    """(gate key, why it fails for this operator) of the first decidable failing gate, else None."""
+    proto = man.protocol
+    platform = gates.get("platform", "")
+    if not platform.lower().startswith("any (operator-independent)") and _ASCEND.search(platform):
+        if proto.backend == "cpu":
+            return "platform", f"the frozen backend is cpu (no Ascend unit); the item needs: {platform}"
+        arch = (proto.simulator or {}).get("device_arch")
+        if proto.backend == "pypto-sim" and arch == "A2A3" and _950_ONLY.search(platform):
+            return "platform", f"the frozen simulator chip is {arch}; the item needs: {platform}"
+    dtype = gates.get("dtype", "").strip()
+    names = [d.strip().upper() for d in dtype.split("/")]
+    if dtype and all(n in _DTYPES for n in names):
+        frozen = sorted({c["dtype"] for c in man.raw["cases"]})
+        if not {_DTYPES[n] for n in names} & set(frozen):
+            return "dtype", f"the frozen cases are {frozen}; the item needs {dtype}"
+    return None
+
+
+def gate_failures(ledger: dict[str, Any], man: Manifest) -> list[dict[str, str]]:
+    """Pending non-kb items whose recorded gates fail for this operator: item id, gate, why."""
+    out = []
+    for item in ledger["items"]:
+        if item["status"] != "pending" or item["source_kind"] == "kb_selected" or not item.get("gates"):
+            continue
+        found = failed_gate(item["gates"], man)
+        if found:
+            out.append({"item_id": item["item_id"], "gate": found[0], "why": found[1]})
+    return out
+
+
+def close_failed(ledger: dict[str, Any], man: Manifest, *, at: str, actor: str) -> dict[str, Any]:
+    """Close every item of :func:`gate_failures` as ``not_applicable`` with its gate as grounds."""
+    out = ledger
+    for row in gate_failures(ledger, man):
+        grounds = f"gate:{row['gate']} — {row['why']}"
+        change = ItemChange(status="not_applicable", note=f"closed by ledger.py close-gated: {grounds}",
+                            applicability="not_applicable", grounds=grounds)
+        out = update_item(out, row["item_id"], change, at=at, actor=actor)
+    return out
