@@ -154,7 +154,7 @@ def _header(ctx: Context, collection_id: str, ident: dict[str, Any]) -> dict[str
             "device_id": ctx.protocol.device_id, "seed": ctx.protocol.seed, "warmup": ctx.protocol.warmup,
             "repeats": ctx.protocol.repeats, "expected_cases": list(ctx.manifest.case_ids),
             "performance_cases": ident["performance_cases"], "executable_sha256": ident["executable_sha256"],
-            "created_at": evidence.utc_now(), "environment": fingerprint.collect(ctx.protocol.backend),
+            "created_at": evidence.utc_now(), "environment": fingerprint.collect(ctx.protocol.backend, ctx.protocol),
             **frozen_inputs.round_record(ctx.op_dir)}
 
 
