@@ -177,8 +177,17 @@ def run_all(op_dir: str | Path, *, at: str, test_file: str | None = None,
                             "do not edit during a correctness run; run it again")
     record = {"schema_version": 1, "executable_sha256": sha, "source_files": files,
               "test_file": fsio.file_record(path, root), "device_id": int(env[protocol.DEVICE_ENV]),
-              "cases": cases, "all_passed": all(c["passed"] for c in cases), "created_at": at}
+              "cases": cases, "all_passed": all(c["passed"] and not probe_failure(c) for c in cases),
+              "created_at": at}
     return _reserve_write(root, sha, record)
+
+
+def probe_failure(case: dict[str, Any]) -> str | None:
+    """Why the case's correctness probe did not run to the end (its ``problem`` or a figure's
+    ``error``), else None; a run with a failed probe is never ``all_passed``."""
+    probe = case.get("probe") or {}
+    figures = [probe.get("measured") or {}, *(probe.get("probes") or [])]
+    return probe.get("problem") or next((f["error"] for f in figures if isinstance(f, dict) and f.get("error")), None)
 
 
 def missing_tests(op_dir: str | Path, record: dict[str, Any]) -> list[str]:
