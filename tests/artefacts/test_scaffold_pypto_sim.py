@@ -69,7 +69,14 @@ def test_scaffold_to_stage5_pass_on_pypto_sim(tmp_path):
              "text": "the kernel writes every output element", "expected_metric": "no host-side work"}]}]}))
     code, verdict = stage5_run.run(op, [CASE], "rms_kernel", ["kb-rms-out-by-kernel"], backend="pypto-sim")
     assert code == 0 and verdict["verdict"] == "PASS", verdict.get("failures") or verdict
-    collection = json.loads(sorted((op / "docs/perf").glob("round_*/collection.json"))[-1].read_text())
-    assert collection["environment"]["backend"] == "pypto-sim" and collection["environment"]["pypto"] == "0.2.0"
+    first, final = [json.loads(p.read_text()) for p in sorted((op / "docs/perf").glob("round_*/collection.json"))]
+    assert final["environment"]["backend"] == "pypto-sim" and final["environment"]["pypto"] == "0.2.0"
+    # the selector preflight is asked once per code hash: the paired final round (baseline = the
+    # delivered code) reuses the first round's answer for both arms
+    [asked] = first["preflight"]
+    assert asked["reused"] is False and (op / asked["record"]).is_file()
+    assert [(a["arm"], a["key"], a["reused"]) for a in final["preflight"]] == [
+        ("baseline", asked["key"], True), ("candidate", asked["key"], True)]
+    assert [p.name for p in (op / "docs/perf/preflight").iterdir()] == [f"{asked['key']}.json"]
     correctness = json.loads(sorted((op / "docs/perf/correctness").glob("c*.json"))[-1].read_text())
     assert correctness["all_passed"] and correctness["cases"][0]["probe"]["gate_dtype"] == "bfloat16"

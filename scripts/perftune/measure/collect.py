@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import evidence, fingerprint, scheduling
+from . import evidence, fingerprint, preflight_cache, scheduling
 from .. import fsio
 from ..contract import frozen_inputs, protocol, schemas
 from .backends import get_backend
@@ -148,6 +148,13 @@ def run_preflight(ctx: Context, spec: RunSpec | None = None) -> list[dict[str, A
     return preflight(ctx.backend, spec or ctx.spec, list(ctx.manifest.case_ids))
 
 
+def _preflight(ctx: Context, arm: str, code_sha256: str, ident: dict[str, Any],
+               spec: RunSpec | None = None) -> dict[str, Any]:
+    """The preflight of one arm, asked once per code hash on a deterministic backend (preflight_cache)."""
+    return preflight_cache.run(ctx.backend, spec or ctx.spec, list(ctx.manifest.case_ids), arm=arm,
+                               code_sha256=code_sha256, manifest_sha256=ident["performance_cases"]["sha256"])
+
+
 def _header(ctx: Context, collection_id: str, ident: dict[str, Any]) -> dict[str, Any]:
     return {"collection_id": collection_id, "operator_dir": ctx.op_dir.as_posix(),
             "backend": ctx.protocol.backend, "target_op_name": ctx.protocol.op_name,
@@ -221,16 +228,16 @@ def run_formal(ctx: Context, *, retry: int = 0, paired_with: Path | None = None,
         paired = {"baseline_version": fsio.display_path(version, ctx.op_dir), "order": "alternating_first_arm",
                   "baseline_executable_sha256": evidence.executable_sha256(version, base_files),
                   "baseline_source_files": [fsio.file_record(p, version) for p in base_files]}
-        run_preflight(ctx, base_spec)
-    run_preflight(ctx)
     ident = _identity(ctx)
+    asked = ([_preflight(ctx, "baseline", paired["baseline_executable_sha256"], ident, base_spec)] if paired else []) \
+        + [_preflight(ctx, "candidate" if paired else "measured", ident["executable_sha256"], ident)]
     revision = evidence.source_revision(ctx.op_dir)
 
     def first_record(name: str) -> dict[str, Any]:
         record = {**_header(ctx, _collection_id("compare", name), ident),
                   "mode": "compare", "status": "in_progress", "source_files": ident["source_files"],
                   "source_revision": revision, "protocol": ctx.protocol.as_dict(),
-                  "selector": ctx.spec.selector.as_dict(), "case_attempts": {}}
+                  "selector": ctx.spec.selector.as_dict(), "case_attempts": {}, "preflight": asked}
         if devices:
             record["case_devices"] = scheduling.assignment(ctx.manifest.case_ids, devices)
         return {**record, "paired": paired} if paired else record
@@ -299,10 +306,11 @@ def _finish(round_dir: Path, collection: dict[str, Any], failure: str | None) ->
 
 def run_quick(ctx: Context, *, progress: Progress = lambda _line: None) -> dict[str, Any]:
     """A quick screen under ``docs/perf/quick/quick_NNN``; never ranks, never touches rounds."""
-    run_preflight(ctx)
     ident = _identity(ctx)
+    asked = [_preflight(ctx, "measured", ident["executable_sha256"], ident)]
     quick_dir, obj = evidence.reserve_quick(ctx.op_dir, lambda name: {
         **_header(ctx, _collection_id("quick", name), ident), "mode": "quick", "never_ranks": True,
+        "preflight": asked,
         "status": "in_progress", "timing_source_file": ctx.backend.timing_source_file, "cases": []})
     path = quick_dir / protocol.QUICK_NAME
     try:
