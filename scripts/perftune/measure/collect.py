@@ -16,6 +16,7 @@ call by call; otherwise every repeat is two fresh processes, one per arm.
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +31,8 @@ from .backends.base import (Backend, RunSpec, choose_selector, preflight, repeat
 from .backends.case_adapter import find_runner
 from ..errors import CheckFailed, ContractError
 from ..contract.manifest import Manifest, Protocol, load_manifest, make_protocol
+
+JOBS_ENV = "PERFTUNE_JOBS"
 
 Progress = Callable[[str], None]
 
@@ -212,10 +215,12 @@ def _collect_case(ctx: Context, case, case_dir: Path, retry: int, base_spec: Run
 
 
 def run_formal(ctx: Context, *, retry: int = 0, paired_with: Path | None = None,
-               progress: Progress = lambda _line: None, devices: list[int] | None = None) -> dict[str, Any]:
+               progress: Progress = lambda _line: None, devices: list[int] | None = None,
+               jobs: int | None = None) -> dict[str, Any]:
     """One formal round; returns the final ``collection.json`` content (+ ``round`` path).
 
-    ``devices``: run the cases on these cards at the same time (:mod:`measure.scheduling`)."""
+    ``devices``: run the cases on these cards at the same time (:mod:`measure.scheduling`); ``jobs``:
+    case processes side by side on a deterministic backend (:func:`case_jobs`)."""
     if retry < 0:
         raise ContractError("collect_perf.py", "--retry", f"{retry} < 0", "use 0 or more")
     base_spec, paired = None, None
@@ -246,12 +251,13 @@ def run_formal(ctx: Context, *, retry: int = 0, paired_with: Path | None = None,
         progress(f"{name}: its collector is gone (killed or crashed); marked failed (abandoned)")
     round_dir, collection, lock = evidence.reserve_round(ctx.op_dir, first_record)
     try:
-        return _collect_round(ctx, round_dir, collection, retry, base_spec, paired, ident, progress, devices)
+        return _collect_round(ctx, round_dir, collection, retry, base_spec, paired, ident, progress, devices,
+                              case_jobs(ctx, jobs))
     finally:
         lock.release(unlink=True)
 
 
-def _collect_round(ctx, round_dir, collection, retry, base_spec, paired, ident, progress, devices=None):
+def _collect_round(ctx, round_dir, collection, retry, base_spec, paired, ident, progress, devices=None, lanes=1):
     progress(f"{round_dir.name}: {collection['collection_id']} ({len(ctx.manifest.cases)} cases, "
              f"{ctx.spec.repeats} repeats, backend {ctx.backend.name})")
     try:
@@ -261,6 +267,12 @@ def _collect_round(ctx, round_dir, collection, retry, base_spec, paired, ident, 
                 base = dataclasses.replace(base_spec, device_id=device) if base_spec else None
                 _formal_case(card, collection, round_dir, case, retry, base, progress)
             failed = scheduling.run_on_devices(ctx.manifest.cases, devices, on_card)
+            if failed:
+                raise failed[0]
+        elif lanes > 1:   # a deterministic simulator: cases side by side, one process each
+            failed = scheduling.run_on_devices(ctx.manifest.cases, list(range(lanes)), lambda case, _lane:
+                                               _formal_case(ctx, collection, round_dir, case, retry, base_spec,
+                                                            progress), lock=False)
             if failed:
                 raise failed[0]
         else:
@@ -273,6 +285,18 @@ def _collect_round(ctx, round_dir, collection, retry, base_spec, paired, ident, 
         _finish(round_dir, collection, f"interrupted: {type(exc).__name__}: {exc}")
         raise
     return _finish(round_dir, collection, failure)
+
+
+def case_jobs(ctx: Context, requested: int | None = None) -> int:
+    """Case processes side by side in a round: ``requested`` (``collect_perf.py --jobs``), else
+    ``PERFTUNE_JOBS``, else the core count, on a deterministic backend (no timing noise shares a
+    core there); 1 on every other backend. Never more than the cases."""
+    if ctx.protocol.backend not in protocol.DETERMINISTIC_BACKENDS:
+        return 1
+    text = str(requested) if requested is not None else os.environ.get(JOBS_ENV) or str(os.cpu_count() or 1)
+    if not text.isdigit() or int(text) < 1:
+        raise ContractError("collect_perf.py", "--jobs", f"{text!r} is not a positive integer", "use --jobs N, N >= 1")
+    return min(int(text), len(ctx.manifest.cases))
 
 
 def _formal_case(ctx, collection, round_dir, case, retry, base_spec, progress) -> None:
