@@ -155,8 +155,9 @@ def run_all(op_dir: str | Path, *, at: str, test_file: str | None = None,
     path = test_module(root, test_file)
     sha, files = _code_identity(root, man)
     env = {**device_env(man.protocol.device_id if man and man.protocol else 0), "PYTHONDONTWRITEBYTECODE": "1"}
-    # cpu: the test and probe processes are independent and share no device, so they run side by side
-    workers = min(os.cpu_count() or 1, 4) if man and man.protocol and man.protocol.backend == "cpu" else 1
+    # cpu and pypto-sim: the test and probe processes are independent and share no device (side by side)
+    workers = min(os.cpu_count() or 1, 4) if man and man.protocol and man.protocol.backend in (
+        "cpu", *protocol.DETERMINISTIC_BACKENDS) else 1
     planned = planned_tests(root, path, man)
     runs = _in_order([partial(run_case, root, path.stem, function, env, timeout_s) for _, function, _ in planned],
                      workers)
