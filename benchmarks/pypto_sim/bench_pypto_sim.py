@@ -6,10 +6,10 @@ Runs ``scripts/demo.py --example pypto_softmax`` once (or reads a kept run with 
 backend (timed launches through ``cpu_runner``, selector preflights through ``case_adapter``, P10)
 appends one line. Correctness processes run the tests directly; they are counted from the
 correctness records (one process per test, one per P0 probe). A **distinct question** is one
-(runner file sha256, case) pair; its **raw simulation time** is the fastest logged launch of it
-(one fresh process: importing pypto/torch, compiling, simulating). Reported per demo step: wall
-seconds and the launches it made; in all: launches ÷ distinct questions and wall ÷ the raw time of
-the distinct questions (the issue's targets: ≤ 2 and ≤ 2 on an idle 2-core machine).
+(executable sha256, case) pair some round arm or quick screen asked; the **raw simulation time**
+of them is their count times the median timed launch (one fresh process: importing pypto/torch,
+compiling, simulating). Reported: launches ÷ distinct questions and wall ÷ that raw time (the
+issue's targets: ≤ 2 and ≤ 2 on an idle 2-core machine).
 
 usage:
   python benchmarks/pypto_sim/bench_pypto_sim.py [--out DIR] [--workdir DIR --launch-log FILE --wall S]
@@ -21,9 +21,9 @@ example:
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -33,46 +33,41 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _flag(args: list[str], name: str) -> str | None:
-    return args[args.index(name) + 1] if name in args and args.index(name) + 1 < len(args) else None
-
-
-def _sha(path: str | None) -> str | None:
-    try:
-        return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:12] if path else None
-    except OSError:
-        return None
+def distinct_questions(op: Path) -> set[tuple[str, str]]:
+    """(executable_sha256, case) pairs the protocol asked: every round's arms and quick screen."""
+    out = set()
+    for path in sorted((op / "docs/perf").glob("round_*/collection.json")):
+        d = json.loads(path.read_text())
+        shas = [d["executable_sha256"]] + ([d["paired"]["baseline_executable_sha256"]] if d.get("paired") else [])
+        out |= {(sha, case) for sha in shas for case in d["expected_cases"]}
+    for path in sorted((op / "docs/perf/quick").glob("quick_*/quick_performance.json")):
+        d = json.loads(path.read_text())
+        out |= {(d["executable_sha256"], case) for case in d["expected_cases"]}
+    return out
 
 
 def analyse(workdir: Path, log: Path, wall_s: float) -> dict:
-    """Launch counts, distinct questions and ratios of one kept demo run."""
+    """Launch counts, distinct questions and ratios of one kept demo run. The raw simulation time
+    of the distinct questions is their count times the median timed launch (one fresh process:
+    import, compile, simulate; every case of the example costs about the same)."""
     lines = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines() if line.strip()]
-    launches, raw = [], {}
-    for entry in lines:
-        args = entry["args"]
-        kind = "preflight" if entry["module"].endswith("case_adapter") else "timed"
-        key = (_sha(_flag(args, "--runner")) if kind == "timed" else "-", _flag(args, "--case-id"))
-        launches.append({"kind": kind, "key": key, "seconds": entry["seconds"]})
-        if kind == "timed" and entry["returncode"] == 0:
-            raw[key] = min(raw.get(key, entry["seconds"]), entry["seconds"])
+    timed = [e["seconds"] for e in lines if not e["module"].endswith("case_adapter") and e["returncode"] == 0]
+    preflights = sum(e["module"].endswith("case_adapter") for e in lines)
     op = next(workdir.glob("run_*/*/PERFORMANCE_CASES.json")).parent
     correctness = [json.loads(p.read_text()) for p in sorted((op / "docs/perf/correctness").glob("c*.json"))]
     tests = sum(len(r["cases"]) for r in correctness)
-    probes = sum(1 for r in correctness for c in r["cases"] if c.get("probe"))
-    steps = []
-    for path in sorted((workdir / next(workdir.glob("run_*")).name / "demo_logs").glob("*.log")):
-        steps.append({"step": path.stem, "bytes": path.stat().st_size})
-    distinct = len(raw)
-    raw_s = sum(raw.values())
-    total = len(launches) + tests + probes
-    return {"wall_s": round(wall_s, 1), "launches": {"timed": sum(l["kind"] == "timed" for l in launches),
-                                                      "preflight": sum(l["kind"] == "preflight" for l in launches),
+    probes = sum(1 for r in correctness for c in r["cases"] if "probe" in c)
+    distinct = len(distinct_questions(op))
+    raw_s = distinct * statistics.median(timed) if timed else 0.0
+    total = len(lines) + tests + probes
+    return {"wall_s": round(wall_s, 1), "launches": {"timed": len(lines) - preflights, "preflight": preflights,
                                                       "correctness_tests": tests, "correctness_probes": probes,
                                                       "total": total},
+            "median_launch_s": round(statistics.median(timed), 2) if timed else None,
             "distinct_questions": distinct, "raw_simulation_s": round(raw_s, 1),
             "launches_per_distinct": round(total / distinct, 2) if distinct else None,
             "wall_per_raw": round(wall_s / raw_s, 2) if raw_s else None,
-            "steps": steps, "cpu_count": os.cpu_count(), "load": list(os.getloadavg())}
+            "cpu_count": os.cpu_count(), "load": list(os.getloadavg())}
 
 
 def run_demo(workdir: Path, log: Path) -> float:
