@@ -122,6 +122,14 @@ def real_backend_md(results: Path) -> list[str]:
         out += [f"## 6. {len(d['runs'])} demo runs: does each run's suite CI hold the others?", "",
                 f"`benchmarks/demo_runs/bench_demo_runs.py` (run on its own), example `{d['example']}`.", "",
                 _load("demo_runs", "bench_demo_runs").table(d), "", "![demo runs](demo_runs.png)", ""]
+    path = results / "pypto_sim.json"
+    if path.exists():
+        d = json.loads(path.read_text())
+        out += ["## 7. The pypto-sim loop: product time and launches vs the distinct simulations", "",
+                f"`benchmarks/pypto_sim/bench_pypto_sim.py` (run on its own): one `demo.py --example pypto_softmax` "
+                f"on {d['cpu_count']} cores, load {d['load'][0]:.1f}; targets ≤ 2 launches per distinct (version, "
+                "case) and wall ≤ 2× their raw simulation (idle machine).", "",
+                _load("pypto_sim", "bench_pypto_sim").table(d), ""]
     return out
 
 

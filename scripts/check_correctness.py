@@ -14,7 +14,7 @@ usage:
 example:
   python3 scripts/check_correctness.py --op-dir custom/softmax --json
 
-exit codes: 0 every test passed, 1 a test (P0 or not) failed, 2 usage/contract error (no test file).
+exit codes: 0 every test passed, 1 a test (P0 or not) or a P0 case's probe failed, 2 usage/contract error (no test file).
 """
 
 from __future__ import annotations
@@ -47,6 +47,8 @@ def main(argv=None) -> int:
             kind = {True: "P0", False: "non-P0", None: "-"}[case.get("p0")]
             print(f"{case['id']:<24} {kind:<6} {'PASS' if case['passed'] else 'FAIL'}  matched_ratio={case['matched_ratio']}"
                   f"  max_abs_error={case['max_abs_error']}")
+            if (why := correctness.probe_failure(case)):
+                print(f"{case['id']:<24} probe FAILED: {why}")
         print(f"{path}: run {record['run_id']}, {'all passed' if record['all_passed'] else 'FAILED'}")
     return 0 if record["all_passed"] else 1
 

@@ -9,7 +9,7 @@ in docs/perf/discovery/discovery_NNN.json for freeze_cases.py freeze --op-name-f
 collection. Every subprocess gets TILE_FWK_DEVICE_ID and never ASCEND_RT_VISIBLE_DEVICES.
 
 usage:
-  collect_perf.py formal --op-dir DIR [--retry N] [--paired-with VERSION_DIR] [--devices 0,1,..] [--json]
+  collect_perf.py formal --op-dir DIR [--retry N] [--paired-with VERSION_DIR] [--devices 0,1,.. | --jobs N] [--json]
   collect_perf.py quick --op-dir DIR [--json]
   collect_perf.py list-op-names --op-dir DIR --case-id ID [--backend B] [--device N] [--json]
   collect_perf.py preflight --op-dir DIR [--json]
@@ -54,6 +54,7 @@ def build_parser():
                                        "sources; interleave baseline/candidate per repeat")
     sub.choices["formal"].add_argument("--devices", help="cards to run cases on at the same time (case i on card "
                                        "i mod n, one case per card, a lock per card)")
+    sub.choices["formal"].add_argument("--jobs", type=int, help="pypto-sim: cases simulated side by side (default: cores)")
     sub.choices["list-op-names"].add_argument("--case-id", required=True, help="one known case id")
     many = sub.add_parser("batch", help="formal rounds of several operators across the cards (or a Slurm array)")
     many.add_argument("--op-dirs", nargs="+", required=True, help="frozen operator folders")
@@ -81,7 +82,7 @@ def main(argv=None) -> int:
     elif args.command == "formal":
         ctx = collect.prepare(args.op_dir, given)
         cards = devices.parse_devices(args.devices) if args.devices else None
-        result = collect.run_formal(ctx, retry=args.retry, paired_with=args.paired_with, progress=say, devices=cards)
+        result = collect.run_formal(ctx, retry=args.retry, paired_with=args.paired_with, progress=say, devices=cards, jobs=args.jobs)
     elif args.command == "quick":
         result = collect.run_quick(collect.prepare(args.op_dir, given), progress=say)
     elif args.command == "preflight":

@@ -6,12 +6,19 @@ KB_SELECTION.json (Stage 1), <NAME>_golden.py, <NAME>_golden_cpu.py (Stage 2), D
 DESIGN_BINDINGS.json, module_interfaces.yaml (Stage 3), test_<NAME>.py, KB_USAGE.json (Stage 4).
 Every placeholder is `<FILL: what to write>`; validate_stage.py refuses a file while one is left.
 Formats: docs/stage-artefacts.md. An existing folder is never overwritten.
+--backend pypto-sim writes a real, running PyPTO operator instead of code placeholders: goldens
+(numpy; several named inputs; bfloat16 as float32 arrays of bfloat16 numbers), a test file whose
+@pypto.frontend.jit kernel (y = 2 * first input) simulates and passes as written, importing the
+shipped pypto 0.2.0 helper, SPEC.md's P0 case and precision gate, and the plan stub
+variants/variants.json (docs/pypto-sim-backend.md).
 
 usage:
-  new_operator.py --op NAME --dir DIR [--json]
+  new_operator.py --op NAME --dir DIR [--backend cpu|pypto-sim] [--case-id ID] [--shape S] [--dtype D] [--json]
 
 example:
   python3 scripts/new_operator.py --op rmsnorm --dir custom
+  python3 scripts/new_operator.py --op rmsnorm --dir custom --backend pypto-sim \
+      --case-id r64_c256_bf16 --shape 'x:[64,256],gamma:[256]' --dtype bfloat16
 
 exit codes: 0 created, 2 usage error (name not an identifier, folder exists).
 """
@@ -22,7 +29,7 @@ import sys
 
 from perftune import fsio
 from perftune.argv import add_json_flag, parser_from_doc
-from perftune.artefacts import scaffold
+from perftune.artefacts import scaffold, scaffold_pypto_sim
 from perftune.errors import run_cli
 
 
@@ -30,13 +37,20 @@ def build_parser():
     parser = parser_from_doc(__doc__, "new_operator.py")
     parser.add_argument("--op", required=True, help="operator name (a Python identifier)")
     parser.add_argument("--dir", required=True, help="parent folder (e.g. custom); <DIR>/<NAME> is created")
+    parser.add_argument("--backend", choices=("cpu", "pypto-sim"), default="cpu", help="the code the scaffold writes")
+    parser.add_argument("--case-id", default="r64_c256_fp32", help="pypto-sim: the P0 case id")
+    parser.add_argument("--shape", default="x:[64,256]", help="pypto-sim: the case shape, named groups allowed")
+    parser.add_argument("--dtype", default="float32", help="pypto-sim: float32, float16 or bfloat16 (per name allowed)")
     add_json_flag(parser)
     return parser
 
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
-    root, written = scaffold.create(args.dir, args.op)
+    if args.backend == "pypto-sim":
+        root, written = scaffold_pypto_sim.create(args.dir, args.op, args.case_id, args.shape, args.dtype)
+    else:
+        root, written = scaffold.create(args.dir, args.op)
     if args.json:
         print(fsio.dumps({"op_dir": str(root), "files": written}), end="")
     else:

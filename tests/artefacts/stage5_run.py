@@ -21,18 +21,21 @@ def _run(op: Path, script: str, *args: str, ok=(0,)) -> dict:
     return json.loads(proc.stdout) if proc.stdout.strip() else {}
 
 
-def run(op: Path, cases: list[str], op_name: str, kb_items: list[str]) -> tuple[int, dict]:
-    """Freeze → golden → baseline → ledger closed → choose → final → compare → evidence → check."""
+def run(op: Path, cases: list[str], op_name: str, kb_items: list[str], backend: str = "cpu") -> tuple[int, dict]:
+    """Freeze → golden → baseline → ledger closed → choose → final → compare → evidence → check.
+    ``backend`` pypto-sim: 2 repeats, no warm-up (a deterministic simulator), its shipped platform."""
     for folder in ("general-methods", "knowledge-cards", "templates"):
         (op / "sources" / folder).mkdir(parents=True, exist_ok=True)
         (op / "sources" / folder / "INDEX.md").write_text(INDEX)
     _run(op, "freeze_cases.py", "freeze", "--op-dir", op, "--target-case-ids", *cases, "--selection-mode",
-         "all_p0_no_questions", "--backend", "cpu", "--op-name", op_name, "--repeats", "5", "--warmup", "1",
+         "all_p0_no_questions", "--backend", backend, "--op-name", op_name,
+         *(("--repeats", "5", "--warmup", "1") if backend == "cpu" else ("--repeats", "2", "--warmup", "0")),
          "--noise-band", "0.05")
     _run(op, "collect_golden_reference.py", f"{op.name}_golden.py", "--function", f"{op.name}_golden", "--factory",
          "golden_cases", "--case-manifest", "PERFORMANCE_CASES.json", "--output-dir", ".", "--device", "0",
          "--warmup", "1", "--repeats", "5", "--seed", "42", "--backend", "cpu")
-    _run(op, "terminal_evidence.py", "probe", "--output", "docs/perf/platform_cpu.json")
+    if backend == "cpu":
+        _run(op, "terminal_evidence.py", "probe", "--output", "docs/perf/platform_cpu.json")
     run_id = _run(op, "check_correctness.py", "--op-dir", op)["run_id"]
     _run(op, "collect_perf.py", "preflight", "--op-dir", op)
     base = _run(op, "collect_perf.py", "formal", "--op-dir", op)

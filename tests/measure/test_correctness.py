@@ -102,3 +102,22 @@ def test_every_test_runs_without_a_manifest_and_a_broken_non_p0_test_fails_the_r
     gates = {g["id"]: g for g in json.loads(proc.stdout)["gates"]}
     assert proc.returncode == 1 and gates["P5"]["status"] == "FAIL"
     assert "non-P0 test test_odd_rows_non_p0 fails" in gates["P5"]["detail"]
+
+
+def test_a_failed_probe_is_never_all_passed(op_dir):
+    """The tests pass, but the op dies when the probe calls it again with fresh inputs (as a bf16 op
+    did when the probe could not read its output): the run is not all_passed and exits 1."""
+    freeze_example(op_dir)
+    test = op_dir / "test_softmax.py"
+    text = test.read_text().replace('    xf = x.astype(np.float64)\n',
+                                    '    _CALLS.append(1)\n    if len(_CALLS) > 1:\n'
+                                    '        raise TypeError("Got unsupported ScalarType BFloat16")\n'
+                                    '    xf = x.astype(np.float64)\n', 1)
+    test.write_text(text.replace("\ndef softmax_kernel(", "\n_CALLS = []\n\n\ndef softmax_kernel(", 1))
+    proc = run_script("check_correctness.py", "--op-dir", op_dir)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "probe FAILED" in proc.stdout and "BFloat16" in proc.stdout
+    record = json.loads(sorted((op_dir / "docs/perf/correctness").glob("c*.json"))[-1].read_text())
+    assert all(c["passed"] for c in record["cases"]) and record["all_passed"] is False
+    assert [c["id"] for c in record["cases"] if correctness.probe_failure(c)] == [
+        c["id"] for c in record["cases"] if c["p0"]]

@@ -261,8 +261,9 @@ def templates(op: str) -> dict[str, str]:
             "sources/README.md": SOURCES_README}
 
 
-def create(parent: str | Path, op: str) -> tuple[Path, list[str]]:
-    """Write ``<parent>/<op>/`` with every template; refuses an existing folder (never overwrites)."""
+def create(parent: str | Path, op: str, files: dict[str, str] | None = None) -> tuple[Path, list[str]]:
+    """Write ``<parent>/<op>/`` with every template (or ``files``: name -> text, e.g. the pypto-sim
+    mode's, :mod:`.scaffold_pypto_sim`); refuses an existing folder (never overwrites)."""
     if not op.isidentifier() or op.startswith("_"):
         raise ContractError("new_operator.py", "--op", f"{op!r} is not a Python identifier",
                             "use a name like rmsnorm or fused_add_norm")
@@ -272,7 +273,8 @@ def create(parent: str | Path, op: str) -> tuple[Path, list[str]]:
     except FileExistsError:
         raise ContractError(root, "--dir", "the operator folder already exists", "pick a new name or folder") from None
     written = []
-    for name, text in templates(op).items():
+    for name, text in (files or templates(op)).items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
         fsio.write_text(root / name, text, overwrite=False)
         written.append(name)
     return root, written

@@ -14,7 +14,10 @@ given), ``aliases`` (arguments it shares memory with) and ``returned_argument`` 
 
 ``caller`` is the function that called the op (the wrapper; ``stage5_check`` times it beside the
 kernel). Tensors are numpy arrays or objects with ``detach``/``cpu`` (torch): their bytes are
-copied to the host only here, never inside a timed region. ``sha256`` is over the C-order bytes.
+copied to the host only here, never inside a timed region. ``sha256`` is over the C-order bytes;
+a bfloat16 tensor (numpy has none) is digested as its exact float32 widening, and the golden
+factory's float32 arrays of a case frozen as bfloat16 are described as bfloat16 when every value
+is a bfloat16 number (:func:`rebuild_golden_inputs`): the numpy golden's way to express bfloat16.
 The verifier compares these records with the manifest and with inputs it rebuilds from the golden
 factory (``python -m perftune.measure.attestation``, docs/stage5-check.md).
 
@@ -40,6 +43,8 @@ def _host_array(value: Any):
         return value
     if hasattr(value, "detach") and hasattr(value, "cpu") and hasattr(value, "shape"):
         tensor = value.detach().cpu()
+        if str(tensor.dtype) == "torch.bfloat16":  # exact widening: comparable with the numpy golden
+            return tensor.float().numpy()
         try:
             return tensor.numpy()
         except (TypeError, RuntimeError):  # bfloat16 and friends: keep the bits, name the dtype
@@ -136,9 +141,23 @@ def rebuild_golden_inputs(golden: Path, factory: str, manifest_path: Path) -> di
     golden_mod.seed_all()
     built = golden_mod.load_callable(golden, factory, "--factory")([dict(c) for c in manifest.raw["cases"]])
     out = {}
+    dtypes = {c["id"]: [d.split(":")[-1] for d in str(c.get("dtype", "")).split(",")] for c in manifest.raw["cases"]}
     for case_id, args, kwargs in built:
-        out[str(case_id)] = before(tuple(args), dict(kwargs))
+        described = before(tuple(args), dict(kwargs))
+        tensors = [(d, v) for d, v in zip(described, [*args, *kwargs.values()]) if d.get("kind") == "tensor"]
+        frozen = dtypes.get(str(case_id), [])
+        for index, (record, value) in enumerate(tensors):
+            want = frozen[index] if index < len(frozen) else (frozen[0] if len(frozen) == 1 else None)
+            if want == "bfloat16" and record["dtype"] == "float32" and _is_bfloat16_valued(value):
+                record["dtype"] = "bfloat16"
+        out[str(case_id)] = described
     return out
+
+
+def _is_bfloat16_valued(array) -> bool:
+    import numpy
+    bits = numpy.ascontiguousarray(array, dtype=numpy.float32).view(numpy.uint32)
+    return not bool((bits & 0xFFFF).any())
 
 
 def main(argv=None) -> int:

@@ -16,12 +16,13 @@ call by call; otherwise every repeat is two fresh processes, one per arm.
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import evidence, fingerprint, round_chain, scheduling
+from . import evidence, fingerprint, preflight_cache, round_chain, scheduling
 from .. import fsio
 from ..contract import frozen_inputs, protocol, schemas
 from .backends import get_backend
@@ -30,6 +31,8 @@ from .backends.base import (Backend, RunSpec, choose_selector, preflight, repeat
 from .backends.case_adapter import find_runner
 from ..errors import CheckFailed, ContractError
 from ..contract.manifest import Manifest, Protocol, load_manifest, make_protocol
+
+JOBS_ENV = "PERFTUNE_JOBS"
 
 Progress = Callable[[str], None]
 
@@ -148,6 +151,13 @@ def run_preflight(ctx: Context, spec: RunSpec | None = None) -> list[dict[str, A
     return preflight(ctx.backend, spec or ctx.spec, list(ctx.manifest.case_ids))
 
 
+def _preflight(ctx: Context, arm: str, code_sha256: str, ident: dict[str, Any],
+               spec: RunSpec | None = None) -> dict[str, Any]:
+    """The preflight of one arm, asked once per code hash on a deterministic backend (preflight_cache)."""
+    return preflight_cache.run(ctx.backend, spec or ctx.spec, list(ctx.manifest.case_ids), arm=arm,
+                               code_sha256=code_sha256, manifest_sha256=ident["performance_cases"]["sha256"])
+
+
 def _header(ctx: Context, collection_id: str, ident: dict[str, Any]) -> dict[str, Any]:
     return {"format_version": protocol.EVIDENCE_FORMAT_VERSION, "collection_id": collection_id,
             "operator_dir": ctx.op_dir.as_posix(),
@@ -155,7 +165,7 @@ def _header(ctx: Context, collection_id: str, ident: dict[str, Any]) -> dict[str
             "device_id": ctx.protocol.device_id, "seed": ctx.protocol.seed, "warmup": ctx.protocol.warmup,
             "repeats": ctx.protocol.repeats, "expected_cases": list(ctx.manifest.case_ids),
             "performance_cases": ident["performance_cases"], "executable_sha256": ident["executable_sha256"],
-            "created_at": evidence.utc_now(), "environment": fingerprint.collect(ctx.protocol.backend),
+            "created_at": evidence.utc_now(), "environment": fingerprint.collect(ctx.protocol.backend, ctx.protocol),
             **frozen_inputs.round_record(ctx.op_dir)}
 
 
@@ -206,10 +216,12 @@ def _collect_case(ctx: Context, case, case_dir: Path, retry: int, base_spec: Run
 
 
 def run_formal(ctx: Context, *, retry: int = 0, paired_with: Path | None = None,
-               progress: Progress = lambda _line: None, devices: list[int] | None = None) -> dict[str, Any]:
+               progress: Progress = lambda _line: None, devices: list[int] | None = None,
+               jobs: int | None = None) -> dict[str, Any]:
     """One formal round; returns the final ``collection.json`` content (+ ``round`` path).
 
-    ``devices``: run the cases on these cards at the same time (:mod:`measure.scheduling`)."""
+    ``devices``: run the cases on these cards at the same time (:mod:`measure.scheduling`); ``jobs``:
+    case processes side by side on a deterministic backend (:func:`case_jobs`)."""
     if retry < 0:
         raise ContractError("collect_perf.py", "--retry", f"{retry} < 0", "use 0 or more")
     base_spec, paired = None, None
@@ -222,16 +234,16 @@ def run_formal(ctx: Context, *, retry: int = 0, paired_with: Path | None = None,
         paired = {"baseline_version": fsio.display_path(version, ctx.op_dir), "order": "alternating_first_arm",
                   "baseline_executable_sha256": evidence.executable_sha256(version, base_files),
                   "baseline_source_files": [fsio.file_record(p, version) for p in base_files]}
-        run_preflight(ctx, base_spec)
-    run_preflight(ctx)
     ident = _identity(ctx)
+    asked = ([_preflight(ctx, "baseline", paired["baseline_executable_sha256"], ident, base_spec)] if paired else []) \
+        + [_preflight(ctx, "candidate" if paired else "measured", ident["executable_sha256"], ident)]
     revision = evidence.source_revision(ctx.op_dir)
 
     def first_record(name: str) -> dict[str, Any]:
         record = {**_header(ctx, _collection_id("compare", name), ident),
                   "mode": "compare", "status": "in_progress", "source_files": ident["source_files"],
                   "source_revision": revision, "protocol": ctx.protocol.as_dict(),
-                  "selector": ctx.spec.selector.as_dict(), "case_attempts": {}}
+                  "selector": ctx.spec.selector.as_dict(), "case_attempts": {}, "preflight": asked}
         if devices:
             record["case_devices"] = scheduling.assignment(ctx.manifest.case_ids, devices)
         return {**record, "paired": paired} if paired else record
@@ -240,12 +252,13 @@ def run_formal(ctx: Context, *, retry: int = 0, paired_with: Path | None = None,
         progress(f"{name}: its collector is gone (killed or crashed); marked failed (abandoned)")
     round_dir, collection, lock = evidence.reserve_round(ctx.op_dir, first_record)
     try:
-        return _collect_round(ctx, round_dir, collection, retry, base_spec, paired, ident, progress, devices)
+        return _collect_round(ctx, round_dir, collection, retry, base_spec, paired, ident, progress, devices,
+                              case_jobs(ctx, jobs))
     finally:
         lock.release(unlink=True)
 
 
-def _collect_round(ctx, round_dir, collection, retry, base_spec, paired, ident, progress, devices=None):
+def _collect_round(ctx, round_dir, collection, retry, base_spec, paired, ident, progress, devices=None, lanes=1):
     progress(f"{round_dir.name}: {collection['collection_id']} ({len(ctx.manifest.cases)} cases, "
              f"{ctx.spec.repeats} repeats, backend {ctx.backend.name})")
     try:
@@ -255,6 +268,12 @@ def _collect_round(ctx, round_dir, collection, retry, base_spec, paired, ident, 
                 base = dataclasses.replace(base_spec, device_id=device) if base_spec else None
                 _formal_case(card, collection, round_dir, case, retry, base, progress)
             failed = scheduling.run_on_devices(ctx.manifest.cases, devices, on_card)
+            if failed:
+                raise failed[0]
+        elif lanes > 1:   # a deterministic simulator: cases side by side, one process each
+            failed = scheduling.run_on_devices(ctx.manifest.cases, list(range(lanes)), lambda case, _lane:
+                                               _formal_case(ctx, collection, round_dir, case, retry, base_spec,
+                                                            progress), lock=False)
             if failed:
                 raise failed[0]
         else:
@@ -267,6 +286,18 @@ def _collect_round(ctx, round_dir, collection, retry, base_spec, paired, ident, 
         _finish(round_dir, collection, f"interrupted: {type(exc).__name__}: {exc}")
         raise
     return _finish(round_dir, collection, failure)
+
+
+def case_jobs(ctx: Context, requested: int | None = None) -> int:
+    """Case processes side by side in a round: ``requested`` (``collect_perf.py --jobs``), else
+    ``PERFTUNE_JOBS``, else the core count, on a deterministic backend (no timing noise shares a
+    core there); 1 on every other backend. Never more than the cases."""
+    if ctx.protocol.backend not in protocol.DETERMINISTIC_BACKENDS:
+        return 1
+    text = str(requested) if requested is not None else os.environ.get(JOBS_ENV) or str(os.cpu_count() or 1)
+    if not text.isdigit() or int(text) < 1:
+        raise ContractError("collect_perf.py", "--jobs", f"{text!r} is not a positive integer", "use --jobs N, N >= 1")
+    return min(int(text), len(ctx.manifest.cases))
 
 
 def _formal_case(ctx, collection, round_dir, case, retry, base_spec, progress) -> None:
@@ -300,10 +331,11 @@ def _finish(round_dir: Path, collection: dict[str, Any], failure: str | None) ->
 
 def run_quick(ctx: Context, *, progress: Progress = lambda _line: None) -> dict[str, Any]:
     """A quick screen under ``docs/perf/quick/quick_NNN``; never ranks, never touches rounds."""
-    run_preflight(ctx)
     ident = _identity(ctx)
+    asked = [_preflight(ctx, "measured", ident["executable_sha256"], ident)]
     quick_dir, obj = evidence.reserve_quick(ctx.op_dir, lambda name: {
         **_header(ctx, _collection_id("quick", name), ident), "mode": "quick", "never_ranks": True,
+        "preflight": asked,
         "status": "in_progress", "timing_source_file": ctx.backend.timing_source_file, "cases": []})
     path = quick_dir / protocol.QUICK_NAME
     try:

@@ -155,8 +155,9 @@ def run_all(op_dir: str | Path, *, at: str, test_file: str | None = None,
     path = test_module(root, test_file)
     sha, files = _code_identity(root, man)
     env = {**device_env(man.protocol.device_id if man and man.protocol else 0), "PYTHONDONTWRITEBYTECODE": "1"}
-    # cpu: the test and probe processes are independent and share no device, so they run side by side
-    workers = min(os.cpu_count() or 1, 4) if man and man.protocol and man.protocol.backend == "cpu" else 1
+    # cpu and pypto-sim: the test and probe processes are independent and share no device (side by side)
+    workers = min(os.cpu_count() or 1, 4) if man and man.protocol and man.protocol.backend in (
+        "cpu", *protocol.DETERMINISTIC_BACKENDS) else 1
     planned = planned_tests(root, path, man)
     runs = _in_order([partial(run_case, root, path.stem, function, env, timeout_s) for _, function, _ in planned],
                      workers)
@@ -177,8 +178,17 @@ def run_all(op_dir: str | Path, *, at: str, test_file: str | None = None,
                             "do not edit during a correctness run; run it again")
     record = {"schema_version": 1, "executable_sha256": sha, "source_files": files,
               "test_file": fsio.file_record(path, root), "device_id": int(env[protocol.DEVICE_ENV]),
-              "cases": cases, "all_passed": all(c["passed"] for c in cases), "created_at": at}
+              "cases": cases, "all_passed": all(c["passed"] and not probe_failure(c) for c in cases),
+              "created_at": at}
     return _reserve_write(root, sha, record)
+
+
+def probe_failure(case: dict[str, Any]) -> str | None:
+    """Why the case's correctness probe did not run to the end (its ``problem`` or a figure's
+    ``error``), else None; a run with a failed probe is never ``all_passed``."""
+    probe = case.get("probe") or {}
+    figures = [probe.get("measured") or {}, *(probe.get("probes") or [])]
+    return probe.get("problem") or next((f["error"] for f in figures if isinstance(f, dict) and f.get("error")), None)
 
 
 def missing_tests(op_dir: str | Path, record: dict[str, Any]) -> list[str]:

@@ -16,11 +16,17 @@ P2 fails, naming the first differing field (:func:`mismatch`).
   ``/usr/local/Ascend/ascend-toolkit/latest``), ``driver_version`` and ``firmware_version``
   (``/usr/local/Ascend/{driver,firmware}/version.info``), ``soc`` and ``aicore_freq_mhz``
   (``npu-smi info``); a value that cannot be read is ``null``, never guessed.
+- pypto-sim: ``machine``, ``python``, ``numpy``, ``pypto`` and ``torch`` (installed distribution
+  versions), ``device_arch`` (the frozen simulated chip, ``protocol.simulator``) and
+  ``simulator_config_sha256`` (the effective simulator configuration,
+  :func:`perftune.measure.backends.pypto_sim.effective_config`): a round simulated by another pypto,
+  torch or configuration is another fingerprint, refused by compare like another machine.
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 import os
 import platform
 import re
@@ -105,8 +111,33 @@ def msprof(executable: str = "msprof") -> dict[str, Any]:
             "machine": platform.machine()}
 
 
-def collect(backend: str) -> dict[str, Any]:
-    return cpu() if backend == "cpu" else msprof()
+def _version(distribution: str) -> str | None:
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def pypto_sim(simulator: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The simulator's identity: versions of what simulates, the chip and the configuration hash."""
+    from .backends import pypto_sim as backend
+    arch = (simulator or {}).get("device_arch") or backend.DEFAULT_ARCH
+    try:
+        config_sha = backend.effective_config(arch)[1]
+    except Exception:  # no pypto: unknown, never guessed (measuring itself stops at check_environment)
+        config_sha = None
+    return {"backend": "pypto-sim", "machine": platform.machine(), "python": platform.python_version(),
+            "numpy": _version("numpy"), "pypto": _version("pypto"), "torch": _version("torch"),
+            "device_arch": arch, "simulator_config_sha256": config_sha}
+
+
+def collect(backend: str, protocol: Any = None) -> dict[str, Any]:
+    """The fingerprint of ``backend``; ``protocol`` (the frozen one) names the simulated chip on pypto-sim."""
+    if backend == "cpu":
+        return cpu()
+    if backend == "pypto-sim":
+        return pypto_sim(getattr(protocol, "simulator", None))
+    return msprof()
 
 
 def mismatch(baseline: dict[str, Any], final: dict[str, Any]) -> str | None:

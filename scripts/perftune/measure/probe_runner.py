@@ -224,10 +224,20 @@ def _output(call: dict[str, Any]):
     return call["at_return"]
 
 
+def _host(value):
+    """A torch tensor as a host numpy array for the numpy reference and the gate (bfloat16, which
+    numpy lacks, widened exactly to float32); anything else unchanged."""
+    if hasattr(value, "detach") and hasattr(value, "cpu") and not isinstance(value, type):
+        tensor = value.detach().cpu()
+        return (tensor.float() if str(tensor.dtype) == "torch.bfloat16" else tensor).numpy()
+    return value
+
+
 def _figures(actual, reference, call: tuple, received: list, gate) -> dict[str, Any]:
     """``actual`` against the reference called like the golden factory's case (``reference_call``),
     its tensors taken from ``received`` (what the op or wrapper was given)."""
     fargs, fkwargs, where = call
+    actual, received = _host(actual), [_host(a) for a in received]
     ref_args, ref_kwargs = reference_call.arguments(fargs, fkwargs, where, received)
     try:
         expected = reference(*ref_args, **ref_kwargs)

@@ -28,8 +28,10 @@ def assignment(case_ids: Sequence[str], devices: Sequence[int]) -> dict[str, int
     return {case_id: devices[index % len(devices)] for index, case_id in enumerate(case_ids)}
 
 
-def run_on_devices(cases: Sequence[Any], devices: Sequence[int], work: Callable[[Any, int], None]) -> list[CheckFailed]:
-    """Run ``work(case, device)`` for every case on its card; returns the failures in case order."""
+def run_on_devices(cases: Sequence[Any], devices: Sequence[int], work: Callable[[Any, int], None],
+                   *, lock: bool = True) -> list[CheckFailed]:
+    """Run ``work(case, device)`` for every case on its card; returns the failures in case order.
+    ``lock=False``: the lanes are host processes, not cards (pypto-sim ``--jobs``), no card lock."""
     plan = assignment([c.id for c in cases], devices)
     failures: dict[str, CheckFailed] = {}
     crashed: list[BaseException] = []
@@ -37,7 +39,10 @@ def run_on_devices(cases: Sequence[Any], devices: Sequence[int], work: Callable[
     def lane(device: int) -> None:
         for case in (c for c in cases if plan[c.id] == device):
             try:
-                with devices_mod.device_lock(device):
+                if lock:
+                    with devices_mod.device_lock(device):
+                        work(case, device)
+                else:
                     work(case, device)
             except CheckFailed as exc:
                 failures[case.id] = exc

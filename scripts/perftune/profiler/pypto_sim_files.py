@@ -22,14 +22,21 @@ msprof instruction timeline uses: a lane is one core; per lane the spans of one 
 (overlapping or repeated spans count once), the core's task time is the union of its task spans,
 and compute/data-movement overlap is counted only inside one lane (different cores run independently).
 Pipe names map to the families the msprof route uses: ``VECTOR_ALU``→vec, ``CUBE``→cube,
-``MTE_IN``→mte2 (global → local), ``MTE1``→mte1, ``MTE_OUT``→mte3. The simulator models no
-scalar pipe, so scalar ratios are missing (None), never 0. :func:`route_row` turns the model into
+``MTE_IN``→mte2 (global → local), ``MTE1``→mte1, ``MTE_OUT``→mte3, ``PIPE_S``→scalar (pypto 0.2.0
+writes it for scalar work such as a RESHAPE of a 1-D tensor), ``PIPE_FIX``→fixpipe. The names are
+pypto's own: ``pipe_name_map`` of its ``lib/scripts/draw_pipe_swim_lane.py``
+(:func:`pipe_names_of_script`; a test holds PIPE_FAMILY to the installed pypto) plus ``PIPE_FIX``,
+which ``libtile_fwk_simulation.so`` names. A pipe name outside PIPE_FAMILY (a newer pypto) is never
+fatal: its busy cycles are recorded under ``unknown_pipes`` of the core type and left out of the
+ratios and the route. A core type that wrote no scalar span has no scalar ratio (None, never 0).
+:func:`route_row` turns the model into
 the op_summary-style row :func:`perftune.measure.routing.route` reads, so the bound route of a
 simulated launch comes from the same code as an msprof one.
 """
 
 from __future__ import annotations
 
+import ast
 import math
 import re
 from typing import Any
@@ -44,8 +51,11 @@ PIPE_SWIM_JSON = "_simulate.pipe.swim.json"
 BUBBLE_LOG = "bubble_analysis.log"
 MERGED_SWIMLANE = "merged_swimlane.json"
 
-PIPE_FAMILY = {"VECTOR_ALU": "vec", "CUBE": "cube", "MTE_IN": "mte2", "MTE1": "mte1", "MTE_OUT": "mte3"}
-TIMELINE_PIPE = {"VECTOR_ALU": "VECTOR", "CUBE": "CUBE", "MTE_IN": "MTE2", "MTE1": "MTE1", "MTE_OUT": "MTE3"}
+PIPE_FAMILY = {"VECTOR_ALU": "vec", "CUBE": "cube", "MTE_IN": "mte2", "MTE1": "mte1", "MTE_OUT": "mte3",
+               "PIPE_S": "scalar", "PIPE_FIX": "fixpipe"}
+TIMELINE_PIPE = {"VECTOR_ALU": "VECTOR", "CUBE": "CUBE", "MTE_IN": "MTE2", "MTE1": "MTE1", "MTE_OUT": "MTE3",
+                 "PIPE_S": "SCALAR", "PIPE_FIX": "FIXPIPE"}
+PIPE_SCRIPT = "lib/scripts/draw_pipe_swim_lane.py"  # inside the pypto package: its pipe_name_map
 ROUTE_FAMILY = {TIMELINE_PIPE[name]: family for name, family in PIPE_FAMILY.items()}
 STAT_PIPES = ("Cube", "Vector", "MTE_IN", "MTE1", "MTE_OUT")
 _LINE = re.compile(r"^\s*(?:\|--)?\s*(?P<key>[A-Za-z_][\w ]*?)\s*\.{2,}\s*:\s*(?P<rest>.*)$")
@@ -162,8 +172,17 @@ def _spans(entries: Any, key: str, source: str) -> list[tuple[int, int]]:
     return out
 
 
+def pipe_names_of_script(text: str, source: str = PIPE_SCRIPT) -> list[str]:
+    """The pipe names of pypto's swimlane script: the values of its ``pipe_name_map`` literal."""
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "pipe_name_map" for t in node.targets):
+            return sorted(ast.literal_eval(node.value).values())
+    raise ContractError(source, "pipe_name_map", "missing", "this pypto names its pipes elsewhere; update PIPE_SCRIPT")
+
+
 def busy_model(swim: Any, pipe_swim: Any, source: str = PIPE_SWIM_JSON) -> dict[str, Any]:
-    """Per core type: cores used, task cycles, per-family busy cycles and ratio, in-core overlap.
+    """Per core type: cores used, task cycles, per-family busy cycles and ratio, in-core overlap, and
+    ``unknown_pipes`` (pipe name → united busy cycles of pipes outside PIPE_FAMILY; not in the ratios).
 
     The lanes, unions and overlap are :mod:`perftune.profiler.timeline`'s model (one model for the
     msprof instruction timeline and the simulator); a lane is ``(coreType, blockIdx)``."""
@@ -171,17 +190,19 @@ def busy_model(swim: Any, pipe_swim: Any, source: str = PIPE_SWIM_JSON) -> dict[
         raise ContractError(source, "-", "a swim file is not a list of cores", "archive the simulator files unchanged")
     tasks = {(c.get("coreType"), c.get("blockIdx")): timeline.union(_spans(c.get("tasks", []), "tasks", SWIM_JSON))
              for c in swim if isinstance(c, dict)}
-    events, lanes = [], []
+    events, lanes, unknown = [], [], {}
     for core in pipe_swim:
         if not isinstance(core, dict) or not any((core.get("pipeLogs") or {}).values()):
             continue
         lane = (core.get("coreType"), core.get("blockIdx"))
         lanes.append(lane)
         for name, logs in core["pipeLogs"].items():
+            found = _spans(logs, f"pipeLogs.{name}", source)
             if name not in PIPE_FAMILY:
-                raise ContractError(source, f"pipeLogs.{name}", "unknown pipe", "update PIPE_FAMILY for this pypto")
-            events += [timeline.Event(lane, TIMELINE_PIPE[name], a, b, name)
-                       for a, b in _spans(logs, f"pipeLogs.{name}", source)]
+                per_kind = unknown.setdefault(lane[0], {})
+                per_kind[str(name)] = per_kind.get(str(name), 0) + timeline.length(timeline.union(found))
+                continue
+            events += [timeline.Event(lane, TIMELINE_PIPE[name], a, b, name) for a, b in found]
     merged, _counts = timeline.merge_lanes(events)
     out: dict[str, Any] = {}
     for lane in sorted(set(lanes), key=repr):
@@ -194,7 +215,8 @@ def busy_model(swim: Any, pipe_swim: Any, source: str = PIPE_SWIM_JSON) -> dict[
             key = ROUTE_FAMILY[family]
             block["busy_cycles"][key] = block["busy_cycles"].get(key, 0) + timeline.length(spans)
         block["overlap_cycles"] += timeline.compute_movement_overlap(pipes)
-    for block in out.values():
+    for kind, block in out.items():
+        block["unknown_pipes"] = dict(sorted(unknown.get(kind, {}).items()))
         block["ratios"] = {f: (round(c / block["task_cycles"], 6) if block["task_cycles"] else None)
                            for f, c in sorted(block["busy_cycles"].items())}
     return out

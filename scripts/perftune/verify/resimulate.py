@@ -3,7 +3,8 @@
 A simulator gives the same cycles for the same code and inputs, so the verifier does not trust the
 rounds at all and needs no tolerance: it launches every manifest case once more on the delivered
 sources, and every target case once more on the saved baseline code (skipped when the baseline is
-the delivered code: the same launch), one process per launch, and requires each time to equal the
+the delivered code: the same launch), one fresh process per launch (``collect.case_jobs`` of them
+side by side, ``--jobs``/``PERFTUNE_JOBS``, default the cores), and requires each time to equal the
 recorded samples exactly: the final round's (both arms' baseline side too when paired) and the
 baseline round's. Equal samples make every delivered speed-up reproduce exactly (P4 recomputes
 the rest from them). The raw files are archived under ``docs/perf/stage5_remeasure/rm_NNN/``
@@ -22,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -77,24 +79,32 @@ def run(op_dir: Path, man: manifest_mod.Manifest, base: evidence.RoundEvidence,
     version = op_dir if same_code else remeasure.baseline_code(op_dir, base, final)
     base_spec = dataclasses.replace(ctx.spec, runner=find_runner(version))
     folder = remeasure.reserve(op_dir)
+    targets = [case for case in ctx.manifest.cases if case.id in man.target_case_ids]
+    wanted = {(case.id, "final"): _recorded(final, case.id, "final") for case in ctx.manifest.cases}
+    wanted |= {(case.id, "baseline"): sorted(set(_recorded(base, case.id, "final") + _recorded(final, case.id, "baseline")))
+               for case in targets}
+    launches = [(case, "final", ctx.spec, "delivered code") for case in ctx.manifest.cases]
+    launches += [] if same_code else [(case, "baseline", base_spec, "baseline code") for case in targets]
+    with ThreadPoolExecutor(max_workers=collect.case_jobs(ctx)) as pool:   # fresh processes side by side
+        done = dict(zip([(case.id, arm) for case, arm, _spec, _what in launches], pool.map(
+            lambda job: _launch(ctx, job[2], job[0], folder / job[1] / evidence.case_dir_name(job[0].id),
+                                wanted[(job[0].id, job[1])], job[3]), launches)))
     problems: list[Problem] = []
     rows = []
     for case in ctx.manifest.cases:
         name = evidence.case_dir_name(case.id)
-        want = _recorded(final, case.id, "final")
-        row, miss = _launch(ctx, ctx.spec, case, folder / "final" / name, want, "delivered code")
+        row, miss = done[(case.id, "final")]
         problems += [("performance_evidence_invalid", miss)] if miss else []
         entry = {"case": case.id, "final": row}
         if case.id in man.target_case_ids:
-            want = sorted(set(_recorded(base, case.id, "final") + _recorded(final, case.id, "baseline")))
+            want = wanted[(case.id, "baseline")]
             if same_code:
                 same = row.get("resimulated_us")
                 entry["baseline"] = {"resimulated_us": same, "recorded_us": want, "identical": want == [same],
                                      "note": "baseline code = delivered code: the final launch"}
                 miss = None if want == [same] else f"baseline {case.id}: recorded {want} us, re-simulated {same} us"
             else:
-                entry["baseline"], miss = _launch(ctx, base_spec, case, folder / "baseline" / name, want,
-                                                  "baseline code")
+                entry["baseline"], miss = done[(case.id, "baseline")]
             problems += [("performance_evidence_invalid", miss)] if miss else []
             pair = (entry["baseline"].get("resimulated_us"), row.get("resimulated_us"))
             entry["speedup"] = round(pair[0] / pair[1], 9) if all(pair) else None

@@ -62,6 +62,15 @@ def _package_dir() -> Path | None:
     return Path(spec.origin).parent if spec and spec.origin else None
 
 
+def pypto_pipe_names() -> list[str]:
+    """The pipe names the installed pypto's swimlane script knows (``pipe_name_map``)."""
+    package = _package_dir()
+    script = package / files.PIPE_SCRIPT if package else None
+    if script is None or not script.is_file():
+        raise EnvError("pypto", files.PIPE_SCRIPT, "pypto's pipe swimlane script is missing", INSTALL_LINE)
+    return files.pipe_names_of_script(script.read_text(encoding="utf-8"), str(script))
+
+
 def effective_config(arch: str) -> tuple[str, str]:
     """(JSON text, sha256) of pypto's shipped simulator config with ``Model.deviceArch`` = ``arch``."""
     if arch not in FREQUENCY_MHZ:
@@ -182,6 +191,7 @@ class PyptoSimBackend(Backend):
             "calls": repeat.calls, "bound_diagnosis": repeat.bound_route, "simulated_cycles": detail["cycles"],
             "frequency_mhz": detail["frequency_mhz"], "device_arch": detail["device_arch"],
             "stat_report": detail["stat"], "busy_model": detail["busy_model"], "bubbles": detail["bubbles"],
+            "unknown_pipes": detail["unknown_pipes"],
             "simulator_files": {p.name: fsio.sha256_file(p) for p in sorted(folder.iterdir())
                                 if p.is_file() and p.name not in ("collection.log", "evidence_status.json")},
             "merged_swimlane_archived": (folder / files.MERGED_SWIMLANE).is_file()})
@@ -189,7 +199,12 @@ class PyptoSimBackend(Backend):
 
     def run_repeat(self, spec: RunSpec, case: Case, repeat_dir: Path) -> RepeatResult:
         self._launch(spec, case, repeat_dir, mode="time", warmup=spec.warmup)
-        return self._write_status(repeat_dir, case, spec.op_name, _number(repeat_dir))
+        repeat = self._write_status(repeat_dir, case, spec.op_name, _number(repeat_dir))
+        if repeat.bound_route.get("unknown_pipes"):
+            print(f"warning: {repeat_dir / files.PIPE_SWIM_JSON}: pipes {repeat.bound_route['unknown_pipes']} are "
+                  "not in pypto_sim_files.PIPE_FAMILY (recorded under busy_model.*.unknown_pipes, not routed)",
+                  file=sys.stderr)
+        return repeat
 
     def run_case(self, spec: RunSpec, case: Case, case_dir: Path) -> list[RepeatResult]:
         results = [self.run_repeat(spec, case, case_dir / repeat_dir_name(i)) for i in range(1, spec.repeats + 1)]
@@ -247,7 +262,9 @@ def read_details(repeat_dir: Path) -> dict[str, Any]:
     route = routing.route(files.route_row(model, mhz), str(repeat_dir / files.PIPE_SWIM_JSON))
     route["source_files"] = [files.PIPE_SWIM_JSON, files.SWIM_JSON]
     bubbles = files.parse_bubble_log(_text(repeat_dir / files.BUBBLE_LOG))
-    return {"cycles": stat["total_cycles"], "duration_us": round(stat["total_cycles"] / mhz, 6),
+    unknown = sorted({name for block in model.values() for name in block["unknown_pipes"]})
+    route["unknown_pipes"] = unknown  # recorded, reported, never counted (pypto_sim_files.busy_model)
+    return {"unknown_pipes": unknown, "cycles": stat["total_cycles"], "duration_us": round(stat["total_cycles"] / mhz, 6),
             "frequency_mhz": mhz, "device_arch": arch, "stat": stat, "busy_model": model, "route": route,
             "bubbles": {"cores": len(bubbles), "work_us": round(sum(c["work_us"] for c in bubbles.values()), 6),
                         "wait_us": round(sum(c["wait_us"] for c in bubbles.values()), 6)}}

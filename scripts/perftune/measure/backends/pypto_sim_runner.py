@@ -7,6 +7,8 @@ effective simulator configuration for ``--arch``, see ``pypto_sim.effective_conf
 ``--scratch``, then runs ``MODULE`` as ``__main__`` with the remaining arguments (the cpu backend's
 ``cpu_runner`` for measurements, ``case_adapter`` for the selector preflight). Without ``--scratch`` a
 temporary folder is used and removed afterwards, so nothing reaches ``$HOME`` or the cwd.
+With ``PERFTUNE_SIM_LAUNCH_LOG`` set, each process appends one JSON line ``{module, args, seconds,
+returncode}`` to that file (the launch count of benchmarks/pypto_sim/).
 
 usage:
   python -m perftune.measure.backends.pypto_sim_runner --arch A2A3 [--scratch DIR] MODULE [ARG ...]
@@ -18,11 +20,13 @@ example:
 
 from __future__ import annotations
 
+import json
 import os
 import runpy
 import shutil
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from ... import fsio
@@ -30,6 +34,7 @@ from ...argv import parser_from_doc
 from ...errors import run_cli
 from .pypto_sim import effective_config
 
+LAUNCH_LOG_ENV = "PERFTUNE_SIM_LAUNCH_LOG"
 SIDE_FILE_ENV = {"TILE_FWK_OUTPUT_DIR": "output", "PYPTO_HOME": "pypto_home",
                  "ASCEND_PROCESS_LOG_PATH": "ascend_log", "TILEFWK_CONFIG_PATH": "tile_fwk_config.json"}
 
@@ -47,20 +52,30 @@ def main(argv=None) -> int:
     parser.add_argument("args", nargs="...")
     args = parser.parse_args(argv)
     scratch = Path(args.scratch) if args.scratch else Path(tempfile.mkdtemp(prefix="pypto_sim_"))
+    started, code = time.monotonic(), 1
     try:
-        scratch.mkdir(parents=True, exist_ok=True)
-        env = side_file_env(scratch)
-        fsio.write_text(env["TILEFWK_CONFIG_PATH"], effective_config(args.arch)[0])
-        os.environ.update(env)
-        sys.argv = [args.module, *args.args]
-        try:
-            runpy.run_module(args.module, run_name="__main__", alter_sys=True)
-        except SystemExit as exc:
-            return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-        return 0
+        code = _run(args, scratch)
+        return code
     finally:
         if not args.scratch:
             shutil.rmtree(scratch, ignore_errors=True)
+        if os.environ.get(LAUNCH_LOG_ENV):
+            with open(os.environ[LAUNCH_LOG_ENV], "a", encoding="utf-8") as log:
+                log.write(json.dumps({"module": args.module, "args": args.args, "returncode": code,
+                                      "seconds": round(time.monotonic() - started, 3)}) + "\n")
+
+
+def _run(args, scratch: Path) -> int:
+    scratch.mkdir(parents=True, exist_ok=True)
+    env = side_file_env(scratch)
+    fsio.write_text(env["TILEFWK_CONFIG_PATH"], effective_config(args.arch)[0])
+    os.environ.update(env)
+    sys.argv = [args.module, *args.args]
+    try:
+        runpy.run_module(args.module, run_name="__main__", alter_sys=True)
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    return 0
 
 
 if __name__ == "__main__":

@@ -1,0 +1,82 @@
+"""new_operator.py --backend pypto-sim: a real, running PyPTO operator (bf16, two named inputs)
+from the scaffold to a Stage 5 PASS, importing the shipped helper, never copying private API."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+
+import numpy as np
+import pytest
+
+from conftest import assert_one_line_error, run_script
+import stage5_run
+
+HAVE_PYPTO = importlib.util.find_spec("pypto") is not None
+CASE = "r64_c256_bf16"
+PRIVATE = ("_CMakeContext", "_setup_verify_data", "SetVerifyData", "TILE_FWK_OUTPUT_DIR")
+
+
+def scaffold(tmp_path, *extra):
+    return run_script("new_operator.py", "--op", "rms", "--dir", tmp_path / "custom", "--backend", "pypto-sim",
+                      "--case-id", CASE, "--shape", "x:[64,256],gamma:[256]", "--dtype", "bfloat16", *extra)
+
+
+def test_bad_cases_are_one_line_errors(tmp_path):
+    for flags, field in ((("--shape", "x:[256]"), "--shape"), (("--dtype", "int8"), "--dtype"),
+                         (("--case-id", "1x"), "--case-id"), (("--shape", "x:[0,3]"), "--shape/--dtype")):
+        proc = run_script("new_operator.py", "--op", "rms", "--dir", tmp_path, "--backend", "pypto-sim", *flags)
+        assert_one_line_error(proc, 2, field)
+    assert not (tmp_path / "rms").exists()
+
+
+def test_the_golden_expresses_bfloat16_in_numpy_and_reads_named_groups(tmp_path):
+    assert scaffold(tmp_path).returncode == 0
+    op = tmp_path / "custom" / "rms"
+    spec = importlib.util.spec_from_file_location("rms_golden", op / "rms_golden.py")
+    golden = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(golden)
+    assert golden._groups("x:[64,256],gamma:[256]", "x:bfloat16,gamma:float32") == [
+        ("x", (64, 256), "bfloat16"), ("gamma", (256,), "float32")]
+    x, gamma = golden._make_inputs("x:[64,256],gamma:[256]", "bfloat16")
+    assert x.dtype == np.float32 and x.shape == (64, 256) and gamma.shape == (256,)
+    assert not (x.view(np.uint32) & 0xFFFF).any()          # every value is a bfloat16 number
+    torch = pytest.importorskip("torch") if HAVE_PYPTO else None
+    if torch is not None:   # round to nearest even, as torch rounds
+        wide = np.random.default_rng(1).standard_normal(4096).astype(np.float32)
+        assert np.array_equal(golden._as_bfloat16(wide), torch.from_numpy(wide).to(torch.bfloat16).float().numpy())
+    [(case_id, args, kwargs)] = golden.golden_cases([{"id": CASE, "shape": "x:[64,256],gamma:[256]",
+                                                       "dtype": "bfloat16"}])
+    assert case_id == CASE and len(args) == 2 and kwargs == {}
+
+
+def test_scaffold_to_stage5_pass_on_pypto_sim(tmp_path):
+    made = scaffold(tmp_path, "--json")
+    assert made.returncode == 0, made.stderr
+    op = tmp_path / "custom" / "rms"
+    assert {"test_rms.py", "rms_golden.py", "variants/variants.json"} <= set(json.loads(made.stdout)["files"])
+    test = (op / "test_rms.py").read_text()
+    assert "pypto_sim_support as sim" in test and not [name for name in PRIVATE if name in test]
+    if not HAVE_PYPTO:   # without the extra the freeze stops with the install line
+        proc = run_script("freeze_cases.py", "freeze", "--op-dir", op, "--target-case-ids", CASE,
+                          "--selection-mode", "single_p0", "--backend", "pypto-sim", "--op-name", "rms_kernel")
+        assert_one_line_error(proc, 3, "pypto is not installed")
+        return
+    # Stage 1/4 content a user writes: one KB obligation the skeleton meets
+    (op / "KB_SELECTION.json").write_text(json.dumps({"schema_version": 1, "classes": [{
+        "class_id": "rms", "reason": "elementwise skeleton", "optional_patterns": [], "required_constraints": [
+            {"req_id": "out-by-kernel", "kind": "obligation", "reference": "SPEC.md#1-semantics",
+             "text": "the kernel writes every output element", "expected_metric": "no host-side work"}]}]}))
+    code, verdict = stage5_run.run(op, [CASE], "rms_kernel", ["kb-rms-out-by-kernel"], backend="pypto-sim")
+    assert code == 0 and verdict["verdict"] == "PASS", verdict.get("failures") or verdict
+    first, final = [json.loads(p.read_text()) for p in sorted((op / "docs/perf").glob("round_*/collection.json"))]
+    assert final["environment"]["backend"] == "pypto-sim" and final["environment"]["pypto"] == "0.2.0"
+    # the selector preflight is asked once per code hash: the paired final round (baseline = the
+    # delivered code) reuses the first round's answer for both arms
+    [asked] = first["preflight"]
+    assert asked["reused"] is False and (op / asked["record"]).is_file()
+    assert [(a["arm"], a["key"], a["reused"]) for a in final["preflight"]] == [
+        ("baseline", asked["key"], True), ("candidate", asked["key"], True)]
+    assert [p.name for p in (op / "docs/perf/preflight").iterdir()] == [f"{asked['key']}.json"]
+    correctness = json.loads(sorted((op / "docs/perf/correctness").glob("c*.json"))[-1].read_text())
+    assert correctness["all_passed"] and correctness["cases"][0]["probe"]["gate_dtype"] == "bfloat16"

@@ -1,0 +1,55 @@
+"""The selector preflight asked once per code hash, and case jobs, on a deterministic backend."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from perftune.errors import ContractError
+from perftune.measure import collect, preflight_cache
+from perftune.measure.backends.base import Selector
+
+
+def spec(tmp_path: Path, runner: str = "test_op.py"):
+    return SimpleNamespace(op_dir=tmp_path, runner=tmp_path / runner,
+                           selector=Selector("function_adapter", "perftune.measure.backends.case_adapter"))
+
+
+def test_the_key_names_the_code_the_manifest_the_runner_and_the_cases(tmp_path):
+    backend = SimpleNamespace(name="pypto-sim")
+    key = preflight_cache.cache_key(backend, spec(tmp_path), "a" * 64, "m" * 64, ["c1", "c2"])
+    assert key == preflight_cache.cache_key(backend, spec(tmp_path), "a" * 64, "m" * 64, ["c1", "c2"])
+    others = [preflight_cache.cache_key(backend, spec(tmp_path), "b" * 64, "m" * 64, ["c1", "c2"]),
+              preflight_cache.cache_key(backend, spec(tmp_path), "a" * 64, "n" * 64, ["c1", "c2"]),
+              preflight_cache.cache_key(backend, spec(tmp_path, "test_other.py"), "a" * 64, "m" * 64, ["c1", "c2"]),
+              preflight_cache.cache_key(backend, spec(tmp_path), "a" * 64, "m" * 64, ["c1"]),
+              preflight_cache.cache_key(SimpleNamespace(name="cpu"), spec(tmp_path), "a" * 64, "m" * 64, ["c1", "c2"])]
+    assert key not in others and len(set(others)) == len(others)
+
+
+def test_only_a_passed_record_of_the_same_key_is_reused(tmp_path):
+    path = tmp_path / "k.json"
+    path.write_text(json.dumps({"key": "k", "rows": [{"ok": True}, {"ok": True}]}))
+    assert preflight_cache._valid(path, "k") and not preflight_cache._valid(path, "other")
+    path.write_text(json.dumps({"key": "k", "rows": [{"ok": True}, {"ok": False}]}))
+    assert not preflight_cache._valid(path, "k")
+    path.write_text("{not json")
+    assert not preflight_cache._valid(path, "k")
+
+
+def ctx(backend: str, cases: int):
+    return SimpleNamespace(protocol=SimpleNamespace(backend=backend),
+                           manifest=SimpleNamespace(cases=[object()] * cases))
+
+
+def test_case_jobs_run_side_by_side_only_on_a_deterministic_backend(monkeypatch):
+    monkeypatch.delenv(collect.JOBS_ENV, raising=False)
+    assert collect.case_jobs(ctx("cpu", 4), 4) == 1 and collect.case_jobs(ctx("msprof", 4)) == 1
+    assert collect.case_jobs(ctx("pypto-sim", 4), 3) == 3 and collect.case_jobs(ctx("pypto-sim", 2), 8) == 2
+    monkeypatch.setenv(collect.JOBS_ENV, "1")
+    assert collect.case_jobs(ctx("pypto-sim", 4)) == 1
+    with pytest.raises(ContractError, match="--jobs"):
+        collect.case_jobs(ctx("pypto-sim", 4), 0)
