@@ -97,7 +97,7 @@ def main(argv=None) -> int:
             simulator=pypto_sim.simulator_identity(args.sim_arch) if args.backend == "pypto-sim" else None)
         manifest.check_protocol_values(proto, "freeze_cases.py")
         if args.target_case_ids == ["all_p0"]:  # as operator-format.md writes it: every P0 case of SPEC.md
-            args.target_case_ids = manifest.p0_case_ids(args.op_dir)
+            args.target_case_ids = freezing.p0_case_ids(args.op_dir)
         with frozen_inputs.recorded(args.op_dir, replace=args.replace):
             path, obj, report = freezing.freeze(args.op_dir, target_case_ids=args.target_case_ids,
                                                 selection_mode=args.selection_mode, proto=proto,

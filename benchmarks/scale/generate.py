@@ -184,7 +184,7 @@ def _repeat(repeat_dir: Path, shape: Shape, case_id: str, index: int, duration: 
     route = _route(rows, str(repeat_dir / TIMING_FILE))
     files = tuple(metric_file(m) for m in METRICS)
     _write_json(repeat_dir / EVIDENCE_STATUS, "evidence_status", {
-        "backend": "msprof", "case": case_id, "target_op_name": TARGET, "status": "complete",
+        "format_version": protocol.EVIDENCE_FORMAT_VERSION, "backend": "msprof", "case": case_id, "target_op_name": TARGET, "status": "complete",
         "timing_source_file": TIMING_FILE, "repeat": index, "duration_us": duration, "calls": 1,
         "bound_diagnosis": route, "seven_metric_status": "complete", "per_core_claim_allowed": False,
         "per_core_status": "unavailable:no_aicore_db"})
@@ -197,7 +197,7 @@ def write_round(op: Path, name: str, shape: Shape, durations: np.ndarray, blocks
     round_dir = evidence.perf_dir(op) / name
     round_dir.mkdir(parents=True)
     man = parse_manifest(fsio.read_json(op / protocol.MANIFEST_NAME))
-    collection = {"collection_id": f"compare_20250101T00000{name[-1]}Z_{name}", "operator_dir": op.as_posix(),
+    collection = {"format_version": protocol.EVIDENCE_FORMAT_VERSION, "collection_id": f"compare_20250101T00000{name[-1]}Z_{name}", "operator_dir": op.as_posix(),
                   "backend": "msprof", "target_op_name": TARGET, "device_id": 0, "seed": protocol.SEED,
                   "warmup": 1, "repeats": shape.repeats, "expected_cases": list(man.case_ids),
                   "performance_cases": ident["performance_cases"], "executable_sha256": ident["executable_sha256"],

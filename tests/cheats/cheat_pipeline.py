@@ -171,12 +171,20 @@ def _experiment(op: Path, kernel: str, base: str) -> None:
         f"kernel {kernel}", "--evidence-file", f"docs/perf/{base}/collection.json", "--expected-metric",
         "speedup > 1.05", "--hypothesis", "fewer passes over the row; risk: precision; stop: slower")
     plant_kernel(op, kernel)
-    run_id = run(op, "check_correctness.py", "--op-dir", op)["run_id"]
+    run_id = run(op, "check_correctness.py", "--op-dir", op, ok=(0, 1))["run_id"]   # 1: a probe failed (the verifier judges)
     ranking = _formal(op)
-    run(op, "ledger.py", "update", "--op-dir", op, "--actor", "test", "--item", "bn-kernel", "--status", "accepted",
-        "--note", f"{kernel} measured in {ranking}", "--code-ref", TEST, "--correctness", run_id, "--formal", ranking)
-    run(op, "select_best.py", "record", "--op-dir", op, "--version-id", "v001", "--round", ranking, "--items",
-        "bn-kernel", "--correctness", run_id, "--compliance", "stage4 gates PASS")
+    decided = run(op, "compare_perf.py", "formal", "--op-dir", op, "--baseline", base, "--candidate", ranking,
+                  ok=(0, 1))["item_acceptance"]   # the item is closed as the frozen rule decided (SKILL step 18)
+    run(op, "ledger.py", "update", "--op-dir", op, "--actor", "test", "--item", "bn-kernel", "--status",
+        decided["status"], *(() if decided["status"] == "accepted" else ("--reason-code", decided["reason_code"],
+                                                                         "--restore-point", "v000")),
+        "--note", f"{kernel} measured in {ranking}", "--code-ref", TEST, "--correctness", run_id,
+        "--formal", ranking, base, "--mechanism", "fewer passes over the row")
+    if decided["status"] == "accepted":
+        run(op, "select_best.py", "record", "--op-dir", op, "--version-id", "v001", "--round", ranking, "--items",
+            "bn-kernel", "--correctness", run_id, "--compliance", "stage4 gates PASS")
+    else:
+        run(op, "select_best.py", "restore", "--op-dir", op, "--version", "v000")
 
 
 def finish(op: Path, state: dict[str, Any], final: str) -> None:

@@ -53,3 +53,10 @@ def test_the_optimizer_prompt_runs_the_skill_to_its_last_step():
     agent = (ROOT / "agents/pypto-pro-op-optimizer.md").read_text()
     last = re.findall(r"^(\d+)\. \*\*", skill.SKILL_MD.read_text(), re.M)[-1]
     assert f"procedure step {last}" in agent
+
+
+def test_a_remeasure_verdict_goes_back_to_the_confirm_round_and_nothing_else_goes_back():
+    from perftune.demo import steps
+    loop = ["choose", "stage4", "confirm_round", "confirm", "confirm_round", "confirm", "final_formal"]
+    assert steps.order_problems(loop) == []
+    assert steps.order_problems(["confirm", "choose"]) == ["out of order: confirm -> choose"]

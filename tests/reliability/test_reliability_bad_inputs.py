@@ -155,6 +155,7 @@ def apply_step(op: Path, outside: Path, step: dict) -> None:
             path.unlink()
         path.symlink_to(step["target"].format(outside=outside, op=op))
     elif kind == "outside_file":
+        (outside / step["name"]).parent.mkdir(parents=True, exist_ok=True)
         (outside / step["name"]).write_text(step.get("text", "x"), encoding="utf-8")
     elif kind == "mkdir":
         path.mkdir(parents=True, exist_ok=True)

@@ -125,3 +125,9 @@ def freeze(op_dir: str | Path, *, target_case_ids: list[str], selection_mode: st
     replaced = _archive(root, replace, fsio.sha256_bytes(fsio.dumps(obj).encode()), at) if exists else None
     fsio.write_json(out, obj, overwrite=False)
     return out, obj, {"op_name_check": facts, "replaced": replaced}
+
+
+def p0_case_ids(op_dir: str | Path) -> list[str]:
+    """Every P0 case id of the operator's SPEC.md, in table order (``--target-case-ids all_p0``)."""
+    path = Path(op_dir) / "SPEC.md"
+    return [c.id for c in manifest.parse_spec(path.read_text(encoding="utf-8") if path.is_file() else "", str(path)).cases if c.p0]

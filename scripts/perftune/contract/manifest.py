@@ -418,12 +418,6 @@ def _parse_manifest(obj: Any, source: str, check_schema: bool) -> Manifest:
                     (target or {}).get("selection_mode"), proto, obj.get("user_target"), obj)
 
 
-def p0_case_ids(op_dir: str | Path) -> list[str]:
-    """Every P0 case id of the operator's SPEC.md, in table order (``--target-case-ids all_p0``)."""
-    path = Path(op_dir) / "SPEC.md"
-    return [c.id for c in parse_spec(path.read_text(encoding="utf-8") if path.is_file() else "", str(path)).cases if c.p0]
-
-
 def load_manifest(path: str | Path, *, check_schema: bool = True) -> Manifest:
     """Read and validate a manifest file (exit-2 error on any problem); the frozen inputs beside it
     must still have the hashes recorded at freeze (:mod:`.frozen_inputs`)."""

@@ -60,10 +60,11 @@ ITEM_STARTS = ("bottleneck_profile", "hypothesis")
 
 def order_problems(ran: list[str]) -> list[str]:
     """Where a run's step keys leave the SKILL's order: each step follows an earlier or the same step,
-    except that a new item restarts the loop; ``correctness`` (step 1) recurs wherever the SKILL
+    except that a new item restarts the loop and a ``confirm`` whose verdict is ``remeasure`` goes
+    back to ``confirm_round`` (SKILL step 26); ``correctness`` (step 1) recurs wherever the SKILL
     says to run it again. Unknown keys are problems too."""
     unknown = [k for k in ran if k not in BY_KEY]
     seq = [k for k in ran if k in BY_KEY and k != "correctness"]
     back = [f"{a} -> {b}" for a, b in zip(seq, seq[1:]) if ORDER.index(a) > ORDER.index(b)
-            and not (b in ITEM_STARTS and BY_KEY[a].phase == "item")]
+            and not (b in ITEM_STARTS and BY_KEY[a].phase == "item") and (a, b) != ("confirm", "confirm_round")]
     return [f"unknown step {k}" for k in unknown] + [f"out of order: {x}" for x in back]

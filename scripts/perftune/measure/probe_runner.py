@@ -34,6 +34,7 @@ import contextlib
 import gc
 import io
 import importlib.util
+import math
 import sys
 import time
 from pathlib import Path
@@ -244,7 +245,10 @@ def _figures(actual, reference, call: tuple, received: list, gate) -> dict[str, 
     except Exception as exc:  # the reference cannot take these inputs: work moved into them
         return {"error": f"reference({len(ref_args)} args) raised {type(exc).__name__}: {exc}"}
     figures = precision.matched(actual, expected, gate)
-    return {**figures, "meets_frozen_gate": precision.meets(figures, gate)}
+    meets = precision.meets(figures, gate)
+    bad = sorted(k for k, v in figures.items() if isinstance(v, float) and not math.isfinite(v))
+    figures = {k: (None if k in bad else v) for k, v in figures.items()}   # JSON has no inf/NaN: missing, noted
+    return {**figures, **({"non_finite": bad} if bad else {}), "meets_frozen_gate": meets}
 
 
 def _empty_like(value):
