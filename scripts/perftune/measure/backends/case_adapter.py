@@ -24,7 +24,6 @@ example:
 from __future__ import annotations
 
 import importlib
-import importlib.abc
 import importlib.util
 import inspect
 import random
@@ -39,6 +38,7 @@ from ...argv import parser_from_doc
 from ...errors import CheckFailed, ContractError, run_cli
 from ...contract import op_name
 from ...contract.manifest import Manifest, load_manifest
+from . import harness_guard
 
 
 def find_runner(op_dir: str | Path) -> Path:
@@ -55,47 +55,17 @@ def find_runner(op_dir: str | Path) -> Path:
     return found[0]
 
 
-class _SeedNumpyOnImport(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Seeds legacy ``numpy.random`` right after numpy's first import, before the importer sees it."""
-
-    def __init__(self, seed: int) -> None:
-        self.seed, self.inner, self.finding = seed, None, False
-
-    def find_spec(self, fullname, path, target=None):
-        if fullname != "numpy" or self.finding:
-            return None
-        self.finding = True
-        try:
-            spec = next((found for finder in sys.meta_path if finder is not self and hasattr(finder, "find_spec")
-                         and (found := finder.find_spec(fullname, path, target)) is not None), None)
-        finally:
-            self.finding = False
-        if spec is None or spec.loader is None:
-            return spec
-        self.inner, spec.loader = spec.loader, self
-        return spec
-
-    def create_module(self, spec):
-        return self.inner.create_module(spec)
-
-    def exec_module(self, module) -> None:
-        module.__spec__.loader = module.__loader__ = self.inner   # numpy sees its own loader
-        sys.meta_path.remove(self)
-        self.inner.exec_module(module)
-        importlib.import_module("numpy.random").seed(self.seed)
-
-
 def seed_all(seed: int = protocol.SEED) -> None:
     """Seed every generator a test may use: ``random`` now, legacy ``numpy.random`` now when numpy
     is loaded, else the moment anything first imports it. The effect is that of seeding first, but
     a runner that never uses numpy does not pay its import (~0.15 s of CPU per profiled run)."""
     random.seed(seed)
-    for finder in [f for f in sys.meta_path if isinstance(f, _SeedNumpyOnImport)]:
-        sys.meta_path.remove(finder)
+    harness_guard.remove_hooks("seed")
     if "numpy" in sys.modules:
         sys.modules["numpy"].random.seed(seed)
     else:
-        sys.meta_path.insert(0, _SeedNumpyOnImport(seed))
+        sys.meta_path.insert(0, harness_guard.AfterNumpyImport(
+            lambda: importlib.import_module("numpy.random").seed(seed), "seed"))
 
 
 def load_runner_module(runner: Path, op_dir: Path, name: str | None = None) -> ModuleType:

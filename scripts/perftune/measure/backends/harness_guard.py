@@ -30,7 +30,7 @@ import os
 import resource
 import sys
 import time
-from typing import Any
+from typing import Any, Callable
 
 CLOCK_NS = time.perf_counter_ns          # bound at import: before any operator code runs
 _PERF_COUNTER = time.perf_counter
@@ -75,13 +75,13 @@ def children() -> int:
     return total
 
 
-class _SnapshotOnImport(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Adds numpy's attributes to the snapshot right after numpy's first import, before the importer
-    (the operator's module) sees it; the runner itself never imports numpy (a runner without it
-    must not pay for it)."""
+class AfterNumpyImport(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Runs ``action()`` right after numpy's first import, before the importer (the operator's module)
+    sees numpy; ``tag`` names the hook so its owner can replace it. One hook for the harness's library
+    snapshot and the case adapter's seeding: a runner that never uses numpy does not pay its import."""
 
-    def __init__(self, into: dict[str, int]) -> None:
-        self.into, self.inner, self.finding = into, None, False
+    def __init__(self, action: Callable[[], None], tag: str) -> None:
+        self.action, self.tag, self.inner, self.finding = action, tag, None, False
 
     def find_spec(self, fullname, path, target=None):
         if fullname != "numpy" or self.finding:
@@ -101,18 +101,24 @@ class _SnapshotOnImport(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         return self.inner.create_module(spec)
 
     def exec_module(self, module) -> None:
-        module.__spec__.loader = module.__loader__ = self.inner
+        module.__spec__.loader = module.__loader__ = self.inner   # numpy sees its own loader
         if self in sys.meta_path:
             sys.meta_path.remove(self)
         self.inner.exec_module(module)
-        self.into.update(library_snapshot())
+        self.action()
+
+
+def remove_hooks(tag: str) -> None:
+    """Drop every :class:`AfterNumpyImport` hook named ``tag`` that has not fired yet."""
+    for finder in [f for f in sys.meta_path if isinstance(f, AfterNumpyImport) and f.tag == tag]:
+        sys.meta_path.remove(finder)
 
 
 def preload() -> dict[str, int]:
     """The library snapshot, taken before the operator's import (numpy's part when it is first imported)."""
     snapshot = library_snapshot()
     if "numpy" not in sys.modules:
-        sys.meta_path.insert(0, _SnapshotOnImport(snapshot))
+        sys.meta_path.insert(0, AfterNumpyImport(lambda: snapshot.update(library_snapshot()), "snapshot"))
     return snapshot
 
 
