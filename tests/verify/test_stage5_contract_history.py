@@ -11,42 +11,20 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import re
 import shutil
 from pathlib import Path
 
 import pytest
 
-from conftest import EXAMPLE, assert_one_line_error, run_script
+from conftest import assert_one_line_error, run_script
 from perftune.contract import frozen_inputs, manifest
 from perftune.measure import evidence
 from perftune.verify import remeasure
+from cheats.cheat_pipeline import CASE, run as _run, small_softmax
 
-CASE = "r64_c4096_fp32"
-INDEX = "| id | title | lifecycle | optimization_eligible | file |\n|----|----|----|----|----|\n"
 KB_ITEMS = ("kb-softmax-output-by-kernel", "kb-softmax-accum-fp32")
 FREEZE = ("freeze", "--target-case-ids", CASE, "--selection-mode", "single_p0", "--backend", "cpu",
           "--op-name", "softmax_kernel", "--warmup", "1", "--noise-band", "0.05")
-
-
-def _run(op: Path, script: str, *args, ok=(0,)) -> dict:
-    proc = run_script(script, *args, "--json", cwd=op)
-    assert proc.returncode in ok, f"{script} {args[:1]} exit {proc.returncode}: {proc.stderr[-800:]}"
-    return json.loads(proc.stdout) if proc.stdout.strip() else {}
-
-
-def small_softmax(folder: Path) -> Path:
-    """examples/softmax with one P0 case and empty preset sources (only the KB obligations remain)."""
-    op = folder / "softmax"
-    shutil.copytree(EXAMPLE, op, ignore=shutil.ignore_patterns("__pycache__", "docs", "variants"))
-    spec = op / "SPEC.md"
-    spec.write_text(re.sub(r"^(\| (?!r64_c4096_fp32 )r\w+ \|[^|]+\|[^|]+\|) yes \|", r"\1 no |",
-                           spec.read_text(), flags=re.M))
-    for name in ("general-methods", "knowledge-cards", "templates"):
-        shutil.rmtree(op / "sources" / name)
-        (op / "sources" / name).mkdir(parents=True)
-        (op / "sources" / name / "INDEX.md").write_text(INDEX)
-    return op
 
 
 def deliver(op: Path) -> None:
