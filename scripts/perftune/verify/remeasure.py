@@ -192,7 +192,8 @@ def input_keys(case_dir: Path) -> list[tuple]:
 
 
 def run(op_dir: Path, man: manifest_mod.Manifest, perf: dict[str, Any], base: evidence.RoundEvidence,
-        final: evidence.RoundEvidence) -> tuple[list[Problem], dict[str, Any]]:
+        final: evidence.RoundEvidence, force_fresh: set[str] | frozenset = frozenset()
+        ) -> tuple[list[Problem], dict[str, Any]]:
     """Re-measure the target cases; (problems, the note cited in stage5_check.json). The time budget is
     the frozen ``protocol.remeasure_budget_s`` (no caller can change it after seeing results)."""
     targets = [c for c in man.cases if c.id in man.target_case_ids]
@@ -223,7 +224,8 @@ def run(op_dir: Path, man: manifest_mod.Manifest, perf: dict[str, Any], base: ev
         claimed = [v for v in (attempts[-1]["speedup"], delivered.get(case.id, {}).get("speedup")) if v is not None]
         least = min(claimed) if claimed else None
         fresh, stale = (_fresh_attempts(ctx, base_spec, case, case_dir, least)  # nothing to collapse otherwise
-                        if man.protocol.backend == "cpu" and least is not None and least > FRESH_MIN_SPEEDUP
+                        if man.protocol.backend == "cpu" and least is not None
+                        and (least > FRESH_MIN_SPEEDUP or case.id in force_fresh)   # forced: P10.plausibility
                         else ([], None))
         if stale:
             problems.append(("cheating", f"case {case.id}: {stale}", "P10.fresh_data"))

@@ -32,7 +32,8 @@ from ..measure import correctness, evidence
 from .. import fsio
 from ..contract import manifest, protocol, schemas
 from ..errors import ContractError, PerftuneError
-from . import cited_evidence, contract_history, provenance, remeasure, resimulate, timed_calls
+from . import cited_evidence, contract_history, plausibility, provenance, remeasure, resimulate, timed_calls
+from . import sampled_values
 from .checks import Finding, finding, findings
 from .verdict import SUGGESTED_ACTION, Stage5Result, exit_code, render_text  # noqa: F401 (the CLI's names)
 from . import soundness as sound
@@ -275,6 +276,11 @@ def gate_p9(ctx: Context) -> list[Finding]:
     out += findings("P9.precision_gate", sound.precision_problems(ctx.op_dir, man, ctx.notes.get("correctness_record")))
     out += findings("P9.timed_output", [(cat, msg, check, want, got) for check, cat, msg, want, got in timed_calls.problems(
         man, list(rounds.values()), ctx.notes.get("correctness_record"), ctx.delivered_sha)])
+    checked = list(rounds.values())
+    out += findings("P9.sampled_values", [(cat, msg, check, want, got) for check, cat, msg, want, got in (
+        sampled_values.value_problems(ctx.op_dir, man, checked, ctx.delivered_sha, golden)
+        + sampled_values.dtype_problems(man, checked, ctx.delivered_sha)
+        + sampled_values.baseline_arm_problems(man, base, final))])
     return out
 
 
@@ -287,6 +293,7 @@ def gate_p10(ctx: Context) -> list[Finding]:
     man = _guard(ctx, "manifest", "stage5_contract_blocked")
     perf = _guard(ctx, "performance", "performance_evidence_invalid")
     base, final = _guard(ctx, "rounds", "performance_evidence_invalid")
+    ctx.notes["plausibility"] = block = plausibility.assess(ctx.op_dir, perf, man.target_case_ids)
     exact = resimulate.applies(man.protocol.backend)   # pypto-sim: re-simulate, identical cycles
     default = man.protocol.backend == "cpu" or exact
     if not (ctx.remeasure if ctx.remeasure is not None else default):
@@ -295,7 +302,7 @@ def gate_p10(ctx: Context) -> list[Finding]:
             + "; complete_stage 5 accepts only a check that re-measured"}
         return []
     problems, note = (resimulate.run(ctx.op_dir, man, base, final) if exact else
-                      remeasure.run(ctx.op_dir, man, perf, base, final))
+                      remeasure.run(ctx.op_dir, man, perf, base, final, force_fresh=set(block["implausible"])))
     ctx.notes["remeasure"] = note
     where = (note.get("path", ""),)
     rows = {row["case"]: row for row in note.get("cases", [])}
@@ -416,4 +423,4 @@ def check(op_dir: str | Path, target_case_ids: list[str], selection_mode: str, *
     return Stage5Result(root.resolve().name, {"case_ids": list(target_case_ids), "selection_mode": selection_mode},
                         stage4, rows + p_rows, findings + p_findings, inputs,
                         ctx.notes.get("target_status") or {}, delivered, ctx.notes.get("remeasure"),
-                        ctx.notes.get("provenance"))
+                        ctx.notes.get("provenance"), ctx.notes.get("plausibility"))

@@ -25,7 +25,8 @@ missing harness record (``performance_evidence_invalid``: re-collect with this c
   legal, the call's time includes them).
 - ``P9.file_io``: the process read or wrote more than ``IO_LIMIT_BYTES`` during the timed call
   (``/proc/self/io`` rchar/wchar: a result cache kept on disk; a kernel's debug print stays below it;
-  a module first imported inside a timed call, with no warm-up, would count too).
+  a module first imported inside a timed call, with no warm-up, would count too), or opened any file
+  for writing outside the round's evidence folder (``harness.file_writes``: a replay file of any size).
 - ``P9.patched_library``: the operator's module replaced a numpy/math/time/builtins/torch attribute
   (e.g. slowing the paired baseline arm, or faking a library routine).
 - ``P9.reference_call``: during the correctness probe's call the op called into the frozen reference
@@ -123,6 +124,10 @@ def harness_problems(where: str, record: dict[str, Any], duration_us: float | No
         out.append(("P9.file_io", "cheating", f"{where}: the timed call read {io.get('read')} and wrote "
                     f"{io.get('written')} bytes (files, pipes: a replay cache on disk)", f"<= {IO_LIMIT_BYTES} bytes",
                     f"{moved} bytes"))
+    if harness.get("file_writes"):
+        out.append(("P9.file_io", "cheating", f"{where}: the timed call opened {harness['file_writes'][:3]} for "
+                    "writing outside the round's evidence folder (a replay file)", "no file written outside the "
+                    "evidence folder", ", ".join(harness["file_writes"][:3])))
     if harness.get("patched"):
         out.append(("P9.patched_library", "cheating", f"{where}: the operator's code replaced library attributes "
                     f"{harness['patched'][:5]}", "numpy/math/time/builtins untouched", ", ".join(harness["patched"][:5])))

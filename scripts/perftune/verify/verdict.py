@@ -11,6 +11,7 @@ from typing import Any
 
 from ..errors import primary_category
 from .checks import Finding
+from .plausibility import render as render_plausibility
 
 SUGGESTED_ACTION = {
     "missing_file": "generate the missing deliverable with compare_perf.py / perf_report.py",
@@ -38,6 +39,7 @@ class Stage5Result:
     delivered_sha: str | None
     remeasure: dict[str, Any] | None = None
     provenance: dict[str, Any] | None = None
+    plausibility: dict[str, Any] | None = None      # verify/plausibility.py: reported, never a failure alone
 
     @property
     def categories(self) -> list[str]:
@@ -58,7 +60,8 @@ class Stage5Result:
                 "inputs": self.inputs, "target_status": self.target_status,
                 "delivered_executable_sha256": self.delivered_sha,
                 **({"remeasure": self.remeasure} if self.remeasure else {}),
-                **({"provenance": self.provenance} if self.provenance else {})}
+                **({"provenance": self.provenance} if self.provenance else {}),
+                **({"plausibility": self.plausibility} if self.plausibility else {})}
 
 
 def render_text(result: Stage5Result, evidence_path: str) -> str:
@@ -66,13 +69,15 @@ def render_text(result: Stage5Result, evidence_path: str) -> str:
     if result.verdict == "PASS":
         origin = (result.provenance or {}).get("baseline_origin", "verified")
         return (f"Stage 5 verification PASSED.\nAll {len(result.gates)} checks passed.\n" + ("" if origin == "verified"
-                else f"Baseline origin {origin}: {result.provenance['reason']}\n") + f"Evidence: {evidence_path}\n")
+                else f"Baseline origin {origin}: {result.provenance['reason']}\n") + render_plausibility(result.plausibility)
+                + f"Evidence: {evidence_path}\n")
     lines = ["Stage 5 verification FAILED.", f"Failed checks: {failed_checks(result)}",
              f"failure_category: {result.primary}", f"all categories: {', '.join(result.categories)}", "Evidence:"]
     for f in result.findings:
         lines.append(f"  [{f.check}] {f.category}: {f.message}")
         lines.append(f"      expected: {f.expected}; actual: {f.actual}")
         lines += [f"      {e}" for e in f.evidence[:5]]
+    lines += render_plausibility(result.plausibility).splitlines()
     lines.append(f"Suggested action: {SUGGESTED_ACTION.get(result.primary, 'fix the failed checks and re-run')}")
     lines.append(f"Machine verdict: {evidence_path}")
     return "\n".join(lines) + "\n"

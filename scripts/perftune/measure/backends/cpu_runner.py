@@ -10,7 +10,9 @@ inflated µs-scale kernels up to 30x against ``timeit`` (docs/benchmarks.md §3)
 GC only around the op call and times it with ``time.perf_counter_ns`` as bound by ``harness_guard``
 before the operator's module is imported; each call also records the harness guard's readings
 (timer identity, threads and children, other threads' CPU time, patched library attributes, the
-output digests once the test returned) under ``harness`` in its attestation. Every test call must call
+output digests once the test returned) under ``harness`` in its attestation; a random timed call and
+the last one of each process and arm also keep output values (``sampled``, ``measure/sampled_values.py``;
+not under ``--fresh-seed``). Every test call must call
 the op exactly once (0 or >=2 calls fails, the cpu twin of msprof's "exactly one matching row").
 Inputs are built by the test outside the op call, so they are never timed.
 
@@ -41,7 +43,7 @@ from ...contract import protocol
 from ...argv import parser_from_doc
 from ...errors import CheckFailed, ContractError, run_cli
 from ...contract.manifest import load_manifest
-from .. import attestation, fresh_data
+from .. import attestation, fresh_data, sampled_values
 from .case_adapter import case_function, known_case, load_runner_module, seed_all
 
 
@@ -55,6 +57,9 @@ class TimingShim:
         self.durations_ns: list[int] = []
         self.attestations: list[dict] = []
         self.pending: list[tuple] = []
+        self.keep_at: set[int] = set()   # 0-based test-call indices whose output values are kept
+        self.keeping: tuple[int, int] | None = None   # (timed call number, timed calls) of this call
+        self.sampled_of = (0, 0)                        # (warm-ups, timed calls) of this process
 
     def __call__(self, *args, **kwargs):
         caller = attestation.caller_name()
@@ -89,6 +94,8 @@ class TimingShim:
         self.calls += 1
         self.durations_ns.append(stop - start)
         record = attestation.after(pre, args, kwargs, result, caller)
+        if self.keeping and self.fresh_seed is None:   # outside the timed region (measure/sampled_values.py)
+            record["sampled"] = sampled_values.keep(record, args, kwargs, result, *self.keeping)
         self.attestations.append(record)
         self.pending.append((guard, pre, args, kwargs, result, record))
         return result
@@ -112,8 +119,16 @@ def _shim(module, op_name: str, source: str, libraries: dict[str, int] | None = 
     return target, shim
 
 
+def _keep(shim: TimingShim, warmup: int, repeats: int) -> None:
+    """Draw the timed calls whose values ``shim`` keeps (after the operator's import: unpredictable)."""
+    shim.keep_at = {warmup + n - 1 for n in sampled_values.draw(repeats)}
+    shim.sampled_of = (warmup, repeats)
+
+
 def _one_call(shim: TimingShim, function, op_name: str, index: int, source: str) -> dict:
     shim.calls, shim.durations_ns, shim.attestations, shim.pending = 0, [], [], []
+    warmup, repeats = shim.sampled_of
+    shim.keeping = (index - warmup + 1, repeats) if index in shim.keep_at else None
     seed_all()
     function()
     shim.settle()
@@ -133,6 +148,7 @@ def time_case(module, function, op_name: str, warmup: int, repeats: int, source:
               libraries: dict[str, int] | None = None, fresh_seed: int | None = None) -> list[dict]:
     """Run warm-ups then repeats of ``function`` with ``op_name`` shimmed; one sample per repeat."""
     target, shim = _shim(module, op_name, source, libraries, fresh_seed)
+    _keep(shim, warmup, repeats)
     _settle_heap()
     try:
         calls = [_one_call(shim, function, op_name, i, source) for i in range(warmup + repeats)]
@@ -153,6 +169,8 @@ def time_paired(arms: dict[str, tuple[object, object]], op_name: str, warmup: in
     """
     shims = {arm: _shim(module, op_name, f"{source} ({arm})", libraries, fresh_seed)
              for arm, (module, _f) in arms.items()}
+    for _target, shim in shims.values():
+        _keep(shim, warmup, repeats)
     _settle_heap()
     samples: dict[str, list[dict]] = {"baseline": [], "candidate": []}
     order = []
@@ -219,6 +237,7 @@ def main(argv=None) -> int:
     known_case(manifest, args.case_id, args.manifest)
     op_dir, runner = Path(args.op_dir).resolve(), Path(args.runner).resolve()
     libraries = harness_guard.preload()  # before the operator's import: what it may not replace
+    harness_guard.EVIDENCE_ROOT[:] = [str(Path(args.output).resolve().parents[1])]   # the round's case folder
     module = load_runner_module(runner, op_dir)
     function = case_function(module, manifest, args.case_id, args.manifest)
     try:

@@ -15,6 +15,10 @@ interpreter's own functions, never to anything the operator's code installs. Per
   by other threads after the call returned is work finished outside the timed region;
 - ``io_bytes``: bytes the process read and wrote during the call (``/proc/self/io``; a replay cache
   on disk, written while timed);
+- ``file_writes``: files opened for writing during the call (``sys.addaudithook`` "open" events, a hook
+  installed here, before the operator's import, that nothing can remove), outside the round's
+  evidence folder (:data:`EVIDENCE_ROOT`, set by the runner: the harness's own files); a replay file
+  of any size, written anywhere else;
 - ``patched``: attributes of the libraries a kernel computes with (numpy and its submodules as they
   were right after numpy's first import, before the operator's module saw it; ``math``, ``time``,
   ``builtins``, ``torch``) that are no longer the objects they were before the operator's import
@@ -36,6 +40,23 @@ CLOCK_NS = time.perf_counter_ns          # bound at import: before any operator 
 _PERF_COUNTER = time.perf_counter
 _THREAD_NS = time.thread_time_ns
 _GETRUSAGE = resource.getrusage
+_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
+EVIDENCE_ROOT: list[str] = []          # the round's evidence folder (cpu_runner sets it)
+_WATCH: list[list[str]] = []           # non-empty while a timed call runs: the files it opened for writing
+
+
+def _audit(event: str, args: tuple) -> None:
+    if not _WATCH or event != "open":
+        return
+    path, mode, flags = (tuple(args) + (None, None, None))[:3]
+    writing = (isinstance(flags, int) and flags & _WRITE_FLAGS) or (isinstance(mode, str) and set(mode) & set("wax+"))
+    if writing and isinstance(path, (str, bytes, os.PathLike)):
+        name = os.path.abspath(os.fsdecode(path))
+        if not any(name == root or name.startswith(root + os.sep) for root in EVIDENCE_ROOT):
+            _WATCH[-1].append(name)
+
+
+sys.addaudithook(_audit)
 _LIBRARIES = ("numpy", "numpy.linalg", "numpy.fft", "numpy.random", "math", "time", "builtins", "torch")
 
 
@@ -154,8 +175,11 @@ class CallGuard:
         self.children = [children()]
         self.io0 = io_bytes()
         self.cpu0, self.thread0 = _process_cpu_ns(), _THREAD_NS()
+        self.writes: list[str] = []
+        _WATCH[:] = [self.writes]   # last: the guard's own reads above are not the call's
 
     def returned(self) -> None:
+        _WATCH.clear()
         self.cpu1, self.thread1 = _process_cpu_ns(), _THREAD_NS()
         io1 = io_bytes()
         self.io = {"read": io1[0] - self.io0[0], "written": io1[1] - self.io0[1]}
@@ -170,5 +194,6 @@ class CallGuard:
         self.children.append(children())
         return {"timer_intact": timer_intact(), "threads": self.threads, "children": self.children,
                 "other_cpu_us": round(max(during, 0) / 1000, 3), "other_cpu_after_us": round(max(after, 0) / 1000, 3),
-                "patched": patched(self.libraries)[:20], "outputs_at_end": outputs_at_end, "io_bytes": self.io}
+                "patched": patched(self.libraries)[:20], "outputs_at_end": outputs_at_end, "io_bytes": self.io,
+                "file_writes": sorted(set(self.writes))[:10]}
 
