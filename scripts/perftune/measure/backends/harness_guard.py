@@ -17,7 +17,8 @@ interpreter's own functions, never to anything the operator's code installs. Per
   on disk, written while timed);
 - ``file_writes``: files opened for writing during the call (``sys.addaudithook`` "open" events, a hook
   installed here, before the operator's import, that nothing can remove), outside the round's
-  evidence folder (:data:`EVIDENCE_ROOT`, set by the runner: the harness's own files); a replay file
+  evidence folder (:data:`EVIDENCE_ROOT`, set by the runner: the harness's own files) and outside
+  ``__pycache__`` folders (the bytecode of a module first imported during the call); a replay file
   of any size, written anywhere else;
 - ``patched``: attributes of the libraries a kernel computes with (numpy and its submodules as they
   were right after numpy's first import, before the operator's module saw it; ``math``, ``time``,
@@ -52,7 +53,8 @@ def _audit(event: str, args: tuple) -> None:
     writing = (isinstance(flags, int) and flags & _WRITE_FLAGS) or (isinstance(mode, str) and set(mode) & set("wax+"))
     if writing and isinstance(path, (str, bytes, os.PathLike)):
         name = os.path.abspath(os.fsdecode(path))
-        if not any(name == root or name.startswith(root + os.sep) for root in EVIDENCE_ROOT):
+        cached = f"{os.sep}__pycache__{os.sep}" in name   # a module first imported in the call: its .pyc
+        if not cached and not any(name == root or name.startswith(root + os.sep) for root in EVIDENCE_ROOT):
             _WATCH[-1].append(name)
 
 
