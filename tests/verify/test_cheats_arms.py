@@ -38,7 +38,7 @@ def test_kept_values_are_capped_and_decode_to_the_output_at_their_positions():
     for output, array in ((first, big), (second, small)):
         where, values = kept.decode(block, output)
         assert np.array_equal(array.reshape(-1)[where], values)
-    assert len(json.dumps(block)) < 100_000   # ~87 KiB of JSON per kept call at the cap
+    assert len(json.dumps(block)) < 30_000   # ~22 KiB of JSON per kept call at the cap
 
 
 def test_a_write_during_the_call_counts_outside_the_evidence_folder_only(tmp_path):

@@ -30,7 +30,7 @@ from ..measure import sampled_values as kept
 from ..measure.backends.base import runner_env
 from .timed_calls import Problem, _arms
 
-ARM_LIMIT = 4.0
+ARM_LIMIT = 6.0
 
 
 def expected_dtype(case: manifest_mod.Case) -> str | None:

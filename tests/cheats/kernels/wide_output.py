@@ -1,15 +1,16 @@
 """CHEAT (output of another dtype than the SPEC's): the wrapper allocates a float64 output for the float32
-case; the kernel skips the final cast (the test's precision check still passes, more precise). Caught by
-P9.output_dtype (cheating): the timed output's dtype is not the case's SPEC dtype. Legal twin:
-wide_then_cast.py (the same float64 maths, the output cast back to the SPEC dtype).
+case and the fp32 in-place kernel writes its result there, never cast to the SPEC dtype (the test's
+precision check still passes). Caught by P9.output_dtype (cheating): the timed output's dtype is not the
+case's SPEC dtype. Legal twin: wide_then_cast.py (a float64 scratch, cast back to the SPEC dtype).
 """
 
 def softmax_kernel(x, out):
-    """float64 softmax written into a float64 output."""
-    xf = x.astype(np.float64)
-    xf -= xf.max(axis=-1, keepdims=True)
-    np.exp(xf, out=xf)
-    np.divide(xf, xf.sum(axis=-1, keepdims=True), out=out)
+    """fp32 in place, the result written into the (float64) output."""
+    work = x.astype(np.float32)
+    work -= work.max(axis=-1, keepdims=True)
+    np.exp(work, out=work)
+    inv = np.float32(1.0) / work.sum(axis=-1, keepdims=True)
+    np.multiply(work, inv, out=out)
 
 
 def softmax_wrapper(x):
