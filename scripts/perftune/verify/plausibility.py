@@ -14,7 +14,7 @@ minutes (docs/stage5-check.md, P10), so an honest chain of two items can read 4x
 compare; a FAIL on it would fail honest work on noise. Instead it is reported (``stage5_check.json``
 ``plausibility``, the text verdict) and makes the stricter checks run on the case: the fresh-data
 re-measurement (``P10.fresh_data``) runs even below its speed-up filter. What FAILs is what those
-checks find (``P9.sampled_values``, ``P9.baseline_arm``, ``P8.below_floor``, ``P10.fresh_data``).
+checks find (``P9.sampled_values``, ``P10.baseline_arm``, ``P8.below_floor``, ``P10.fresh_data``).
 """
 
 from __future__ import annotations

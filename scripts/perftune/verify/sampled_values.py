@@ -1,4 +1,4 @@
-"""Gate P9: sampled timed outputs against the frozen reference, the output dtype, the paired baseline arm.
+"""Gate P9 (sampled timed outputs against the frozen reference, the output dtype) and P10 (the paired baseline arm).
 
 - ``P9.sampled_values`` (``cheating``): every timed call of the delivered code that kept output values
   (``measure/sampled_values.py``: one random call and the last one of each process and arm) meets
@@ -8,11 +8,14 @@
   none, is ``performance_evidence_invalid`` (re-collect with this collector).
 - ``P9.output_dtype`` (``cheating``): every timed output of the delivered code has the case's SPEC
   dtype (:func:`expected_dtype`).
-- ``P9.baseline_arm`` (``cheating``): in the paired final round the baseline arm's fastest sample of
-  a case is at most :data:`ARM_LIMIT` × the independent baseline round's fastest (the same code,
-  alone): a candidate that slows the arm it is paired with (a library patched at import, a heated or
+- ``P10.baseline_arm`` (``cheating``): the fastest baseline-arm sample of a case paired with the
+  delivered code (the final round's and every attempt of the verifier's re-measurement, so at least
+  two moments) is at most :data:`ARM_LIMIT` × the independent baseline round's fastest (the same
+  code, alone): a candidate that slows the arm it is paired with (a library patched at import, a
   polluted shared cache, any side effect reaching the other arm) shows as a baseline arm slower than
-  the baseline alone. Minima, because load only slows samples down.
+  the baseline alone. Minima, because load only slows samples down; over several moments, because
+  on the 2-core VM under load one round's five baseline samples all read 8-20x the idle time
+  (the float64 baseline suffers far more than the candidate) while the re-measurement's were not.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from ..measure import sampled_values as kept
 from ..measure.backends.base import runner_env
 from .timed_calls import Problem, _arms
 
-ARM_LIMIT = 6.0
+ARM_LIMIT = 10.0
 
 
 def expected_dtype(case: manifest_mod.Case) -> str | None:
@@ -122,17 +125,23 @@ def _fastest(samples) -> float | None:
     return min(values) if values else None
 
 
-def baseline_arm_problems(man, base: evidence.RoundEvidence, final: evidence.RoundEvidence) -> list[Problem]:
-    """``P9.baseline_arm`` on the final (paired) round against the independent baseline round."""
+def baseline_arm_problems(man, base: evidence.RoundEvidence, final: evidence.RoundEvidence,
+                          note: dict[str, Any] | None = None) -> list[Problem]:
+    """``P10.baseline_arm``: the fastest paired baseline-arm sample of a case (the final round's and the
+    verifier's own re-measurement's, ``note``) against the fastest of the baseline round alone."""
     if not final.paired or base.paired or base.executable_sha256 != (final.partner or {}).get(
             "baseline_executable_sha256"):
         return []   # the arm is not the code the baseline round measured alone
+    again = {row["case"]: [s for a in row.get("attempts") or [] for s in a.get("baseline_samples_us") or []]
+             for row in (note or {}).get("cases", [])}
     out = []
     for case_id in (c for c in man.case_ids if c in base.cases and c in final.cases):
-        alone, arm = _fastest(base.cases[case_id].samples_us), _fastest(final.cases[case_id].baseline_samples_us)
+        alone = _fastest(base.cases[case_id].samples_us)
+        arm = _fastest(list(final.cases[case_id].baseline_samples_us or []) + again.get(case_id, []))
         if alone and arm and arm > ARM_LIMIT * alone:
-            out.append(("P9.baseline_arm", "cheating", f"case {case_id}: the baseline arm paired with the delivered "
+            out.append(("P10.baseline_arm", "cheating", f"case {case_id}: the baseline arm paired with the delivered "
                         f"code ran {arm / alone:.2f}x slower than the baseline code alone (fastest {arm:.1f} vs "
-                        f"{alone:.1f} us): the candidate reaches the arm it is compared with",
-                        f"<= {ARM_LIMIT:g}x the baseline round's fastest", f"{arm / alone:.2f}x"))
+                        f"{alone:.1f} us, over the final round and the re-measurement): the candidate reaches the "
+                        "arm it is compared with", f"<= {ARM_LIMIT:g}x the baseline round's fastest",
+                        f"{arm / alone:.2f}x"))
     return out

@@ -2,7 +2,7 @@
 called, finds the baseline arm's module in the same process (``*__paired_baseline``) and replaces its
 ``np`` global with a proxy whose ``exp`` sleeps 250 ms: no library attribute changes (P9.patched_library
 sees nothing), the baseline arm it is paired with becomes slow, so every paired speed-up (and P10's
-paired re-measurement) rises. Caught by P9.baseline_arm (cheating): the final round's baseline arm is
+paired re-measurement) rises. Caught by P10.baseline_arm (cheating): the final round's baseline arm is
 far slower than the same baseline code alone in the baseline round. Legal twin: heavy_import.py (imports
 heavy libraries at import, touches nothing of the other arm).
 """
