@@ -299,7 +299,7 @@ def gate_p10(ctx: Context) -> list[Finding]:
         ctx.notes["remeasure"] = {"status": "not_run", "default": "on" if default else "off", "reason": (
             "switched off by --no-remeasure" if default else "msprof: runs only with --remeasure, on the card")
             + "; complete_stage 5 accepts only a check that re-measured"}
-        return findings("P10.baseline_arm", sampled_values.baseline_arm_problems(man, base, final))
+        return arm_findings(man, base, final, None)
     problems, note = (resimulate.run(ctx.op_dir, man, base, final) if exact else
                       remeasure.run(ctx.op_dir, man, perf, base, final, force_fresh=set(block["implausible"])))
     ctx.notes["remeasure"] = note
@@ -310,7 +310,7 @@ def gate_p10(ctx: Context) -> list[Finding]:
         check = "P10.resimulated" if exact else P10_CHECKS.get(problem[0], "P10.reproduced")
         out += findings(check, [problem if len(problem) > 2 else problem + remeasure_figures(check, problem[1], rows)],
                         where)
-    out += findings("P10.baseline_arm", sampled_values.baseline_arm_problems(man, base, final, note))
+    out += arm_findings(man, base, final, note)
     golden = ctx.notes.get("golden_inputs") or {}
     for row in note.get("cases", []):
         expected = [[list(s), d, h] for s, d, h in golden.get(row["case"], [])]
@@ -319,6 +319,11 @@ def gate_p10(ctx: Context) -> list[Finding]:
                                "received other inputs than the golden factory's seed-42 inputs", where,
                                actual=f"{len(row['inputs'])} input set(s), not the rebuilt one"))
     return out
+
+
+def arm_findings(man, base, final, note) -> list[Finding]:
+    return findings("P10.baseline_arm", [(cat, msg, check, want, got) for check, cat, msg, want, got in
+                                         sampled_values.baseline_arm_problems(man, base, final, note)])
 
 
 def remeasure_figures(check: str, message: str, rows: dict[str, dict]) -> tuple:
