@@ -109,6 +109,12 @@ def softmax_wrapper(x):
 def softmax_kernel(x, out):
     out[...] = softmax_golden_cpu(x).astype(out.dtype)
 ''', {"P9.reference_call"}),
+    # C15 under another name: a library implementation of the operation imported under an alias
+    "library_alias": ('''
+from scipy.special import softmax as _rows
+def softmax_kernel(x, out):
+    out[...] = _rows(x.astype(np.float64), axis=-1).astype(out.dtype)
+''', {"P9.reference_call"}),
     # issue item 11: a candidate module that patches numpy at import (slows the paired baseline arm)
     "patched_numpy": ('''
 _exp = np.exp
@@ -200,6 +206,11 @@ import os as _os, tempfile as _tempfile
 _TABLE = _os.path.join(_tempfile.mkdtemp(prefix="table_"), "ones.bin")
 np.ones(1 << 16, np.float64).tofile(_TABLE)
 _ONES = np.fromfile(_TABLE, dtype=np.float64)
+softmax_kernel = _honest
+''',
+    # the library routine imported under an alias, never called: the kernel computes
+    "library_alias": '''
+from scipy.special import softmax as _rows
 softmax_kernel = _honest
 ''',
     # numpy state set at import (print options), no attribute replaced
