@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import re
 import secrets
+import time
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -105,7 +106,7 @@ def _figure(entry: dict[str, Any]) -> str:
 def run(op_dir: Path, man, base, final) -> tuple[list[Problem], dict[str, Any]]:
     """The problems (for :func:`..checks.findings`) and the note ``stage5_check.json`` cites as ``beyond_p0``."""
     support, backend = man.raw.get("support_range"), man.protocol.backend
-    seed = secrets.randbelow(2 ** 31)
+    seed, started = secrets.randbelow(2 ** 31), time.monotonic()
     note: dict[str, Any] = {"seed": seed, "tail_sigmas": 30.0, "cases": [], "limits": []}
     if backend not in ("cpu", *protocol.DETERMINISTIC_BACKENDS):
         return [], {**note, "status": "not_run", "reason": f"{backend}: the probes run on cpu and pypto-sim only"}
@@ -168,6 +169,7 @@ def run(op_dir: Path, man, base, final) -> tuple[list[Problem], dict[str, Any]]:
                 problems.append(("P9.kb_obligation", "cheating", f"case {case.id}: obligation {req['req_id']} "
                                  f"(accumulate in >= float32) broken: reductions {narrow}",
                                  "every accumulating reduction in >= float32", ", ".join(narrow)))
+    note["elapsed_s"] = round(time.monotonic() - started, 3)
     return problems, note
 
 
