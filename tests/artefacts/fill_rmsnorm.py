@@ -26,6 +26,8 @@ MARKDOWN = {
         "| rsqrt of the mean | transcendental | 1 | rows |\n| scale | arithmetic | 1 | elements |",
         "| x | read | elements |\n| y | write | elements |",
         "none: the golden reference is the default target",
+        "| rows | shape[0] | 1 | 4096 | 1 |\n| cols | shape[1] | 1 | 8192 | 1 |",
+        "dtypes: float32, float16",
     ],
     "EXPLORE_REPORT.md": [
         "Row-wise RMS normalisation for the cpu backend.", "No official cpu sample; the numpy reference stands in.",

@@ -67,3 +67,19 @@ def test_the_legal_twin_passes(path, tmp_path):
     code, found = verdict(load(path)["twin"], tmp_path)
     assert (code, found["verdict"], found["failures"]) == (0, "PASS", []), found["failures"]
     assert found["remeasure"]["status"] == "run"
+
+
+def test_a_failure_the_baseline_shares_is_a_disclosed_limit_and_no_support_range_is_unverified(tmp_path):
+    """Stage 4 itself delivered softmax without the max subtraction and a SPEC without a support range:
+    the tail inputs fail for the delivered code and the baseline alike (Stage 4's limit, disclosed, no
+    FAIL), and the support shapes are unverified with the reason."""
+    op = pipeline.small_softmax(tmp_path)
+    spec = op / "SPEC.md"
+    spec.write_text(spec.read_text().split("## 6. Support range")[0])
+    pipeline.deliver(op, {"before_stage4": [{"kernel": "dropped_stabilisation"}]})
+    code, found = pipeline.check(op)
+    assert (code, found["verdict"], found["failures"]) == (0, "PASS", []), found["failures"]
+    note = found["beyond_p0"]
+    assert note["support_shapes"]["status"] == "unverified" and "no support range" in note["support_shapes"]["reason"]
+    assert [limit.split(":")[0] for limit in note["limits"]] == [f"case {pipeline.CASE}"]
+    assert "tail" in note["limits"][0] and note["cases"][0]["tail"]["meets_frozen_gate"] is False

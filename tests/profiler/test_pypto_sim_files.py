@@ -138,3 +138,16 @@ def test_busy_cycles_are_unions_and_overlap_never_exceeds_either_pipe(vec, mte):
     assert block["busy_cycles"].get("mte2", 0) == covered(mte)
     assert block["overlap_cycles"] == len({t for a, b in vec for t in range(a, b)} &
                                           {t for a, b in mte for t in range(a, b)})
+
+
+def test_tile_results_give_the_result_width_of_every_tile_op_of_the_recorded_launches():
+    """The result tile's bytes over its elements (P9.kb_obligation on pypto-sim), from real files:
+    the vector softmax sums its rows into float32 tiles, the cube matmul accumulates in a float32 L0C
+    from float16 L0A/L0B tiles."""
+    vector = set(files.tile_results(json.loads((RECORDED / "vector_softmax" / files.PIPE_SWIM_JSON).read_text())))
+    cube = set(files.tile_results(json.loads((RECORDED / "cube_matmul" / files.PIPE_SWIM_JSON).read_text())))
+    assert ("ROWSUM_SINGLE", 4) in vector and ("ROWMAX_SINGLE", 4) in vector
+    assert {("A_MUL_B", 4), ("A_MULACC_B", 4), ("L1_TO_L0A", 2), ("L1_TO_L0B", 2)} <= cube
+    assert files.tile_results([{"pipeLogs": {"VECTOR_ALU": [{"tileOp": "1 ROWSUM_SINGLE 2 UB_[0,0][8,64]-2-3 "
+                                                             "1024B TO 4 UB_[0,0][8,8]-4-5 128B, SUBGRAPH[0]"}]}},
+                               {"blockIdx": 1}, "junk"]) == [("ROWSUM_SINGLE", 2)]

@@ -46,6 +46,16 @@ What the semantics require per case, never what an implementation does (the Stag
 
 ## 5. Performance target
 <FILL: 'user_target: speedup >= X' if the user gave a number, else 'none: the golden reference is the default target'>
+
+## 6. Support range
+Shapes and dtypes the kernel must handle beyond the P0 cases (stage5-check P9 checks correctness on
+shapes drawn from it and on large-magnitude inputs; docs/operator-format.md).
+
+| dim | positions | min | max | multiple |
+|-----|-----------|-----|-----|----------|
+| <FILL: support dimension> | <FILL: shape[0], or x[1] w[0] for one size two tensors share> | <FILL: min> | <FILL: max> | <FILL: multiple> |
+
+dtypes: <FILL: float32, float16>
 """
 
 EXPLORE_TITLES = ("Intent", "Official samples", "API mapping", "Supported range and constraints",

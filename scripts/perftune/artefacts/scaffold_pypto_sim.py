@@ -206,7 +206,22 @@ def _spec(op: str, case_id: str, shape: str, dtype: str) -> str:
                   "| elements | rows*cols |\n", text)
     text = re.sub(r"\| <FILL: operation> \|.*\n", "| scale by 2 (the skeleton's; replace) | arithmetic | 1 | elements |\n", text)
     text = re.sub(r"\| <FILL: tensor> \|.*\n", "| x | read | elements |\n| y | write | elements |\n", text)
+    text = re.sub(r"\| <FILL: support dimension> \|.*\n", _support(shape), text)
+    text = re.sub(r"dtypes: <FILL: .*>", f"dtypes: {', '.join(kinds)}", text)
     return re.sub(r"<FILL: 'user_target: .*>", "none: the golden reference is the default target", text)
+
+
+def _support(shape: str) -> str:
+    """The skeleton's support range: the first input's rows from 16 (the non-P0 cases' 16, 24 and 40
+    inside; multiples of 8 when the P0 rows are one), every other size as in the P0 case."""
+    rows = []
+    for number, match in enumerate(re.finditer(r"(?:(\w+):)?\[([0-9,]+)\]", shape)):
+        name = match.group(1) or "shape"
+        for axis, size in enumerate(int(d) for d in match.group(2).split(",")):
+            low, high, step = (min(16, size), max(size, 40), 8 if size % 8 == 0 and size >= 16 else 1) \
+                if number == axis == 0 else (size, size, 1)
+            rows.append(f"| {name}_{axis} | {name}[{axis}] | {low} | {high} | {step} |\n")
+    return "".join(rows)
 
 
 def _cases(case_id: str, shape: str) -> dict[str, str]:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import fsio
-from . import manifest, null_outputs, op_name, precision, protocol, work_model
+from . import manifest, null_outputs, op_name, precision, protocol, support_range, work_model
 from ..errors import ContractError
 
 HISTORY_DIR = "manifest_history"
@@ -64,6 +64,11 @@ def build(root: Path, *, target_case_ids: list[str], selection_mode: str, proto:
     gate = precision.from_spec(spec_text, root, manifest.canonical_dtype, str(spec_path))
     if gate is not None:  # the frozen precision gate (contract/precision.py, #16)
         obj["precision_gate"] = gate
+        manifest.parse_manifest(obj, str(spec_path))
+    support = support_range.from_spec(spec_text, str(spec_path), [c["shape"] for c in obj["cases"] if c.get("p0", True)],
+                                      manifest.canonical_dtype)
+    if support is not None:  # shapes and dtypes beyond the P0 cases (P9's beyond-P0 probes, issue 28)
+        obj["support_range"] = support
         manifest.parse_manifest(obj, str(spec_path))
     facts = None
     tests, wrapper = [c["test_function"] for c in obj["cases"]], op_name.declared_wrapper(spec_text, str(spec_path))

@@ -21,12 +21,14 @@ DEFAULT_TIMEOUT_S = 600.0
 
 def run(op_dir: Path, runner: Path, manifest_path: Path, case_id: str, op_name: str, *, mode: str = "correctness",
         paired_runner: Path | None = None, calls: int = 5, device_id: int = 0,
-        timeout_s: float = DEFAULT_TIMEOUT_S) -> dict[str, Any]:
+        timeout_s: float = DEFAULT_TIMEOUT_S, extra: tuple[str, ...] | None = None) -> dict[str, Any]:
+    """``extra``: the arguments of :mod:`.beyond_probe` (run instead of the probe runner, no mode)."""
     with tempfile.TemporaryDirectory(prefix="perftune_probe_") as scratch:
         output = Path(scratch) / "probe.json"
-        argv = [sys.executable, "-m", "perftune.measure.probe_runner", "--op-dir", str(op_dir), "--runner",
-                str(runner), "--manifest", str(manifest_path), "--case-id", case_id, "--op-name", op_name,
-                "--output", str(output), "--mode", mode, "--calls", str(calls)]
+        argv = [sys.executable, "-m", f"perftune.measure.{'probe_runner' if extra is None else 'beyond_probe'}",
+                "--op-dir", str(op_dir), "--runner", str(runner), "--manifest", str(manifest_path), "--case-id",
+                case_id, "--op-name", op_name, "--output", str(output),
+                *(("--mode", mode, "--calls", str(calls)) if extra is None else extra)]
         if paired_runner is not None:
             argv += ["--paired-runner", str(paired_runner)]
         env = {**runner_env(device_id), "PYTHONDONTWRITEBYTECODE": "1"}

@@ -16,6 +16,9 @@ every number the pypto-sim backend reports is re-derived from the archived raw f
 - ``bubble_analysis.log`` (:func:`parse_bubble_log`): per core ``[NAME] Execute task num:N`` then
   ``Core Total Work Time``, ``Total Wait Time``, ``Wait Schedule Time``, ``Wait Predecessor Time``
   (µs). Cores that ran no task are dropped from the summary.
+- ``pipeLogs[].tileOp`` (:func:`tile_results`): ``<id> <OP> <operands> TO <id> <MEM>_[offset][dims]-... <N>B``;
+  the result tile's bytes over its elements is the element width the op wrote (``ROWSUM_SINGLE ... TO
+  ... UB_[0,0][8,8]-... 256B``: 4 bytes, float32; ``A_MUL_B ... TO ... L0C_[0,0][64,64]-... 16384B``).
 
 The per-pipe busy model (:func:`busy_model`) is :mod:`perftune.profiler.timeline`'s, the one the
 msprof instruction timeline uses: a lane is one core; per lane the spans of one pipe are united
@@ -241,3 +244,20 @@ def task_window(swim: Any, source: str = SWIM_JSON) -> tuple[int, int] | None:
         raise ContractError(source, "-", "is not a list of cores", "archive the simulator file unchanged")
     spans = [s for core in swim if isinstance(core, dict) for s in _spans(core.get("tasks", []), "tasks", source)]
     return (min(s for s, _ in spans), max(e for _, e in spans)) if spans else None
+
+
+_TILE_OP = re.compile(r"^\d+ (\w+) .*? TO \d+ \w+?_\[[0-9,]*\]\[([0-9,]+)\]\S* (\d+)B")
+
+
+def tile_results(pipe_swim: Any) -> list[tuple[str, int]]:
+    """(op name, bytes per element of its result tile) of every tile op of ``_simulate.pipe.swim.json``
+    whose text names a result tile (module docstring); others are skipped."""
+    out = []
+    for block in pipe_swim if isinstance(pipe_swim, list) else ():
+        for logs in (block.get("pipeLogs") or {}).values() if isinstance(block, dict) else ():
+            for entry in logs if isinstance(logs, list) else ():
+                match = _TILE_OP.match(str(entry.get("tileOp", ""))) if isinstance(entry, dict) else None
+                if match:
+                    elements = math.prod(int(d) for d in match.group(2).split(","))
+                    out.append((match.group(1), int(match.group(3)) // max(1, elements)))
+    return out

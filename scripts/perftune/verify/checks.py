@@ -94,6 +94,12 @@ P_CHECKS: tuple[Check, ...] = (
     _c("P9.sampled_values", "the values kept of random timed calls and the last meet the frozen gate against the "
        "reference on their inputs", "cheating"),
     _c("P9.output_dtype", "every timed output has the case's SPEC dtype", "cheating"),
+    _c("P9.support_shapes", "shapes drawn from the frozen support range meet the frozen gate (as the baseline does)",
+       "cheating"),
+    _c("P9.tail_inputs", "inputs from the frozen distribution's far tails meet the frozen gate (as the baseline does)",
+       "cheating"),
+    _c("P9.kb_obligation", "an observable KB obligation holds on the delivered code (accumulation >= float32)",
+       "cheating"),
     _c("P10.reproduced", "the re-measurement reproduces the delivered speed-up (R1, R2)",
        "performance_evidence_invalid"),
     _c("P10.wrapper_share", "wrapper/op gap growth <= max(10 % of the final op, 50 us)", "cheating"),

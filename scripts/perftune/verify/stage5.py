@@ -32,8 +32,8 @@ from ..measure import correctness, evidence
 from .. import fsio
 from ..contract import manifest, protocol, schemas
 from ..errors import ContractError, PerftuneError
-from . import cited_evidence, contract_history, plausibility, provenance, remeasure, resimulate, timed_calls
-from . import sampled_values
+from . import beyond_p0, cited_evidence, contract_history, plausibility, provenance, remeasure, resimulate
+from . import sampled_values, timed_calls
 from .checks import Finding, finding, findings
 from .verdict import SUGGESTED_ACTION, Stage5Result, exit_code, render_text  # noqa: F401 (the CLI's names)
 from . import soundness as sound
@@ -280,7 +280,8 @@ def gate_p9(ctx: Context) -> list[Finding]:
     out += findings("P9.sampled_values", [(cat, msg, check, want, got) for check, cat, msg, want, got in (
         sampled_values.value_problems(ctx.op_dir, man, checked, ctx.delivered_sha, golden)
         + sampled_values.dtype_problems(man, checked, ctx.delivered_sha))])
-    return out
+    problems, ctx.notes["beyond_p0"] = beyond_p0.run(ctx.op_dir, man, base, final)   # shapes, tails, obligations
+    return out + [finding(c, cat, msg, expected=want, actual=got) for c, cat, msg, want, got in problems]
 
 
 P10_CHECKS = {"performance_evidence_invalid": "P10.reproduced", "cheating": "P10.wrapper_share",
@@ -428,4 +429,4 @@ def check(op_dir: str | Path, target_case_ids: list[str], selection_mode: str, *
     return Stage5Result(root.resolve().name, {"case_ids": list(target_case_ids), "selection_mode": selection_mode},
                         stage4, rows + p_rows, findings + p_findings, inputs,
                         ctx.notes.get("target_status") or {}, delivered, ctx.notes.get("remeasure"),
-                        ctx.notes.get("provenance"), ctx.notes.get("plausibility"))
+                        ctx.notes.get("provenance"), ctx.notes.get("plausibility"), ctx.notes.get("beyond_p0"))

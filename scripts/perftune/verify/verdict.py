@@ -40,6 +40,7 @@ class Stage5Result:
     remeasure: dict[str, Any] | None = None
     provenance: dict[str, Any] | None = None
     plausibility: dict[str, Any] | None = None      # verify/plausibility.py: reported, never a failure alone
+    beyond_p0: dict[str, Any] | None = None
 
     @property
     def categories(self) -> list[str]:
@@ -61,7 +62,8 @@ class Stage5Result:
                 "delivered_executable_sha256": self.delivered_sha,
                 **({"remeasure": self.remeasure} if self.remeasure else {}),
                 **({"provenance": self.provenance} if self.provenance else {}),
-                **({"plausibility": self.plausibility} if self.plausibility else {})}
+                **({"plausibility": self.plausibility} if self.plausibility else {}),
+                **({"beyond_p0": self.beyond_p0} if self.beyond_p0 else {})}
 
 
 def render_text(result: Stage5Result, evidence_path: str) -> str:
@@ -70,6 +72,7 @@ def render_text(result: Stage5Result, evidence_path: str) -> str:
         origin = (result.provenance or {}).get("baseline_origin", "verified")
         return (f"Stage 5 verification PASSED.\nAll {len(result.gates)} checks passed.\n" + ("" if origin == "verified"
                 else f"Baseline origin {origin}: {result.provenance['reason']}\n") + render_plausibility(result.plausibility)
+                + beyond_lines(result.beyond_p0)
                 + f"Evidence: {evidence_path}\n")
     lines = ["Stage 5 verification FAILED.", f"Failed checks: {failed_checks(result)}",
              f"failure_category: {result.primary}", f"all categories: {', '.join(result.categories)}", "Evidence:"]
@@ -97,3 +100,12 @@ def failed_checks(result: Stage5Result) -> str:
         ids = list(dict.fromkeys(f.check for f in result.findings if f.gate == gate["id"]))
         parts.append(f"{gate['id']}: {', '.join(ids) or gate['status']}")
     return "; ".join(parts)
+
+
+def beyond_lines(note: dict[str, Any] | None) -> str:
+    """The beyond-P0 checks' disclosed limits and unverified parts (a PASS still names them)."""
+    note = note or {}
+    lines = [f"Disclosed limit (beyond P0): {limit}" for limit in note.get("limits", [])]
+    if (note.get("support_shapes") or {}).get("status") == "unverified":
+        lines.append(f"Support shapes unverified: {note['support_shapes']['reason']}")
+    return "".join(line + "\n" for line in lines)
