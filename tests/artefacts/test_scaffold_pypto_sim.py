@@ -83,5 +83,11 @@ def test_scaffold_to_stage5_pass_on_pypto_sim(tmp_path):
     assert [(r["arm"], r["repeat"], r["source"].split("/")[2], r["source_collection_id"]) for r in final["reused"]] \
         == [(arm, i, "round_001", first["collection_id"]) for arm in ("baseline", "candidate") for i in (1, 2)]
     assert "reused" not in first and verdict["remeasure"]["method"] == "resimulation"
+    # a quick screen of the same code asks nothing new either: both repeats reused from round_001
+    quick = json.loads(run_script("collect_perf.py", "quick", "--op-dir", op, "--json", cwd=op).stdout)
+    assert quick["status"] == "complete" and [(r["repeat"], r["source"].split("/")[2]) for r in quick["reused"]] \
+        == [(1, "round_001"), (2, "round_001")]
+    [measured] = (op / "docs/perf/round_001").glob("case_*/measurement.json")
+    assert quick["cases"][0]["duration_samples_us"] == json.loads(measured.read_text())["duration_samples_us"]
     correctness = json.loads(sorted((op / "docs/perf/correctness").glob("c*.json"))[-1].read_text())
     assert correctness["all_passed"] and correctness["cases"][0]["probe"]["gate_dtype"] == "bfloat16"

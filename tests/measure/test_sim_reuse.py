@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 from perftune.measure import evidence, sim_reuse
-from perftune.measure.backends import pypto_sim
+from perftune.measure.backends import Backend, RepeatResult, pypto_sim
 
 CASE = "c1"
 HEADER = {"backend": "pypto-sim", "performance_cases": {"sha256": "m" * 64}, "environment": {"pypto": "0.2.0"},
@@ -79,3 +80,49 @@ def test_a_copy_is_never_a_source_and_the_source_round_must_have_run_that_code(t
     assert any("not a launch of this code and case" in p for p in check(tmp_path, case_dir))
     (tmp_path / "docs/perf/round_002/collection.json").write_text(json.dumps({**HEADER, "executable_sha256": "a"}))
     assert sim_reuse.find(tmp_path, HEADER, CASE, "a", 2) is None   # round_002's copies answer nothing
+
+
+class PlantedSimulator(Backend):
+    """Stands in for the simulator process only: each run_repeat is one 'launch' with a fresh output name."""
+    name = "pypto-sim"
+
+    def __init__(self):
+        self.launches: list[Path] = []
+
+    def check_environment(self):
+        return None
+
+    def run_repeat(self, spec, case, repeat_dir):
+        self.launches.append(repeat_dir)
+        launch(repeat_dir, f"output_{len(self.launches)}")
+        return self.read_repeat(repeat_dir, spec.op_name)
+
+    def read_repeat(self, repeat_dir, op_name):
+        text = (repeat_dir / "_simulate.stat.report.txt").read_text()
+        return RepeatResult(float(text.split()[2]), 1, None, ())
+
+    def quick_case(self, spec, case, scratch_dir):
+        raise AssertionError("not used")
+
+    def list_op_names(self, spec, case, scratch_dir):
+        raise AssertionError("not used")
+
+
+def test_byte_identical_arms_of_a_paired_round_are_simulated_once(tmp_path):
+    round_dir = tmp_path / "docs/perf/round_001"
+    round_dir.mkdir(parents=True)
+    header = {**HEADER, "collection_id": "compare_1", "executable_sha256": "a", "status": "in_progress",
+              "paired": {"baseline_executable_sha256": "a"}}
+    (round_dir / "collection.json").write_text(json.dumps(header))
+    spec = SimpleNamespace(op_dir=tmp_path, op_name="op")
+    case_dir = round_dir / evidence.case_dir_name(CASE)
+    dests = {arm: [case_dir / f"repeat_00{i}" / arm for i in (1, 2)] for arm in ("baseline", "candidate")}
+    backend, rows, case = PlantedSimulator(), [], SimpleNamespace(id=CASE)
+    base = sim_reuse.measure_arm(backend, spec, case, dests["baseline"], header, "a", "baseline", rows)
+    cand = sim_reuse.measure_arm(backend, spec, case, dests["candidate"], header, "a", "candidate", rows,
+                                 same_round=(dests["baseline"], dests["baseline"]))
+    assert backend.launches == dests["baseline"] and [r.duration_us for r in cand] == [r.duration_us for r in base]
+    assert [(r["arm"], r["repeat"], r["source_collection_id"]) for r in rows] == [("candidate", 1, "compare_1"),
+                                                                                ("candidate", 2, "compare_1")]
+    assert pypto_sim.launch_problems(case_dir, CASE, 2, {"candidate": "a", "baseline": "a"}, {}, tmp_path) == []
+    assert pypto_sim.launch_problems(case_dir, CASE, 2, {"candidate": "b", "baseline": "a"}, {}, tmp_path)

@@ -379,18 +379,19 @@ def run_quick(ctx: Context, *, progress: Progress = lambda _line: None) -> dict[
         "status": "in_progress", "timing_source_file": ctx.backend.timing_source_file, "cases": []})
     path = quick_dir / protocol.QUICK_NAME
     try:
+        done: dict[str, tuple[dict[str, Any], list]] = {}
+        lanes = case_jobs(ctx)
+        if lanes > 1:   # a deterministic simulator: cases side by side, one process each (as in a formal round)
+            failed = scheduling.run_on_devices(ctx.manifest.cases, list(range(lanes)), lambda case, _lane:
+                                               done.__setitem__(case.id, _quick_case(ctx, obj, quick_dir, case,
+                                                                                     progress)), lock=False)
+            if failed:
+                raise failed[0]
         for case in ctx.manifest.cases:
-            raw = quick_dir / evidence.case_dir_name(case.id)
-            if sim_reuse.applies(ctx.backend.name):   # one simulation per distinct question
-                dests = [raw / repeat_dir_name(i) for i in range(1, ctx.spec.repeats + 1)]
-                samples = [r.duration_us for r in sim_reuse.measure_arm(
-                    ctx.backend, ctx.spec, case, dests, obj, obj["executable_sha256"], "", obj.setdefault("reused", []))]
-            else:
-                samples = ctx.backend.quick_case(ctx.spec, case, raw)
-            value, used = evidence.aggregate(samples, ctx.protocol.aggregation)
-            obj["cases"].append({"case": case.id, "duration_samples_us": samples, "aggregate_us": value,
-                                 "aggregation_method": used, "raw_dir": fsio.display_path(raw, ctx.op_dir)})
-            progress(f"  {case.id}: quick {used} {value:.3f} us over {len(samples)} repeats")
+            entry, rows = done.get(case.id) or _quick_case(ctx, obj, quick_dir, case, progress)
+            obj["cases"].append(entry)
+            if rows:
+                obj.setdefault("reused", []).extend(rows)
         failure = _drift(ctx, ident)
     except CheckFailed as exc:
         failure = exc.line()
@@ -398,6 +399,21 @@ def run_quick(ctx: Context, *, progress: Progress = lambda _line: None) -> dict[
     obj.update({"status": "failed", "failure": failure} if failure else {"status": "complete"})
     _write_quick(path, obj)
     return {**obj, "path": path.as_posix()}
+
+
+def _quick_case(ctx: Context, obj: dict[str, Any], quick_dir: Path, case, progress: Progress):
+    """One case of a quick screen: (its entry, the reuse rows); on a deterministic backend each question once."""
+    raw, rows = quick_dir / evidence.case_dir_name(case.id), []
+    if sim_reuse.applies(ctx.backend.name):
+        dests = [raw / repeat_dir_name(i) for i in range(1, ctx.spec.repeats + 1)]
+        samples = [r.duration_us for r in sim_reuse.measure_arm(ctx.backend, ctx.spec, case, dests, obj,
+                                                                 obj["executable_sha256"], "", rows)]
+    else:
+        samples = ctx.backend.quick_case(ctx.spec, case, raw)
+    value, used = evidence.aggregate(samples, ctx.protocol.aggregation)
+    progress(f"  {case.id}: quick {used} {value:.3f} us over {len(samples)} repeats")
+    return {"case": case.id, "duration_samples_us": samples, "aggregate_us": value, "aggregation_method": used,
+            "raw_dir": fsio.display_path(raw, ctx.op_dir)}, rows
 
 
 def _write_quick(path: Path, obj: dict[str, Any]) -> None:
