@@ -15,8 +15,14 @@ def write(path: Path, obj) -> None:
     path.write_text(json.dumps(obj) if not isinstance(obj, str) else obj)
 
 
-def test_counts_launches_and_distinct_questions_of_a_kept_run(tmp_path):
-    op = tmp_path / "work" / "run_001" / "op"
+def step_log(run: Path, number: int, key: str, started: float, seconds: float, out: dict | None = None) -> None:
+    write(run / "demo_logs" / f"{number:02d}_x.log", f"step: {key}\nargv: []\nreturncode: 0\nstarted: {started}\n"
+          f"seconds: {seconds}\n--- stdout\n{json.dumps(out) if out else ''}\n--- stderr\n")
+
+
+def test_counts_launches_and_distinct_questions_of_a_kept_run_per_step(tmp_path):
+    run = tmp_path / "work" / "run_001"
+    op = run / "op"
     write(op / "PERFORMANCE_CASES.json", {})
     write(op / "docs/perf/round_001/collection.json", {"executable_sha256": "a", "expected_cases": ["c1", "c2"]})
     write(op / "docs/perf/round_002/collection.json", {"executable_sha256": "b", "expected_cases": ["c1", "c2"],
@@ -24,19 +30,33 @@ def test_counts_launches_and_distinct_questions_of_a_kept_run(tmp_path):
     write(op / "docs/perf/quick/quick_001/quick_performance.json", {"executable_sha256": "b",
                                                                     "expected_cases": ["c1", "c2"]})
     write(op / "docs/perf/correctness/c001-x.json", {"cases": [{"id": "c1", "probe": {}}, {"id": "t"}]})
-    lines = [{"module": "perftune.measure.backends.cpu_runner", "args": [], "returncode": 0, "seconds": s}
-             for s in (10.0, 12.0, 14.0, 11.0, 13.0, 12.0)]
-    lines += [{"module": "perftune.measure.backends.case_adapter", "args": [], "returncode": 0, "seconds": 3.0}] * 3
+    (op / "docs/perf/stage5_remeasure/rm_001/final/case_c1").mkdir(parents=True)
+    step_log(run, 1, "correctness", 0, 10)
+    step_log(run, 2, "preflight", 10, 10)
+    step_log(run, 3, "baseline", 20, 30, {"round": str(op / "docs/perf/round_001")})
+    step_log(run, 4, "quick", 50, 20, {"path": str(op / "docs/perf/quick/quick_001/quick_performance.json")})
+    step_log(run, 5, "paired_formal", 70, 6, {"round": str(op / "docs/perf/round_002")})
+    step_log(run, 6, "verify", 76, 20)
+    runner = "perftune.measure.backends.cpu_runner"
+    lines = [{"module": runner, "args": [], "returncode": 0, "seconds": s, "started": t}
+             for s, t in ((10.0, 21), (12.0, 30), (14.0, 51), (11.0, 60), (13.0, 80))]
+    lines += [{"module": "perftune.measure.backends.case_adapter", "args": [], "returncode": 0, "seconds": 3.0,
+               "started": 11}] * 3
     log = tmp_path / "launches.jsonl"
     log.write_text("".join(json.dumps(line) + "\n" for line in lines))
     proc = subprocess.run([sys.executable, str(ROOT / "benchmarks/pypto_sim/bench_pypto_sim.py"), "--workdir",
-                           str(tmp_path / "work"), "--launch-log", str(log), "--wall", "96", "--out", str(tmp_path)],
+                           str(tmp_path / "work"), "--launch-log", str(log), "--wall", "120", "--out", str(tmp_path)],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     result = json.loads((tmp_path / "pypto_sim.json").read_text())
-    assert result["distinct_questions"] == 4          # (a|b) x (c1|c2)
-    assert result["launches"] == {"timed": 6, "preflight": 3, "correctness_tests": 2, "correctness_probes": 1,
-                                  "total": 12}
-    assert result["median_launch_s"] == 12.0 and result["raw_simulation_s"] == 48.0
-    assert result["wall_per_raw"] == 2.0 and result["launches_per_distinct"] == 3.0
-    assert "| 96.0 | 48.0 | 2.0 |" in proc.stdout
+    assert result["distinct_questions"] == 5          # (a|b) x (c1|c2) + one P10 re-simulation
+    assert result["launches"] == {"timed": 5, "preflight": 3, "correctness_tests": 2, "correctness_probes": 1,
+                                  "total": 11}
+    assert result["median_launch_s"] == 12.0 and result["raw_simulation_s"] == 60.0
+    assert result["wall_per_raw"] == 2.0 and result["launches_per_distinct"] == 2.2
+    steps = result["steps"]
+    assert {k: (g["launches"], g["new_questions"]) for k, g in steps.items()} == {
+        "correctness": (3, 0), "preflight": (3, 0), "rounds": (2, 2), "quick": (2, 2), "P10": (1, 1), "other": (0, 0)}
+    assert steps["rounds"]["product_s"] == 36.0 and steps["rounds"]["product_per_raw"] == 1.5
+    assert steps["preflight"]["product_per_raw"] is None
+    assert "| 120.0 | 60.0 | 2.0 |" in proc.stdout and "| rounds | 2 | 2 | 2 | 36.0 | 24.0 | 1.5 |" in proc.stdout

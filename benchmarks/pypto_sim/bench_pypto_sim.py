@@ -4,12 +4,15 @@
 Runs ``scripts/demo.py --example pypto_softmax`` once (or reads a kept run with ``--workdir`` and
 ``--launch-log``) with ``PERFTUNE_SIM_LAUNCH_LOG`` set, so every simulator process of the
 backend (timed launches through ``cpu_runner``, selector preflights through ``case_adapter``, P10)
-appends one line. Correctness processes run the tests directly; they are counted from the
-correctness records (one process per test, one per P0 probe). A **distinct question** is one
-(executable sha256, case) pair some round arm or quick screen asked; the **raw simulation time**
-of them is their count times the median timed launch (one fresh process: importing pypto/torch,
-compiling, simulating). Reported: launches ÷ distinct questions and wall ÷ that raw time (the
-issue's targets: ≤ 2 and ≤ 2 on an idle 2-core machine).
+appends one line with its start time. Correctness processes run the tests directly; they are counted
+from the correctness records (one process per test, one per P0 probe). A **distinct question** is
+one (executable sha256, case) pair some round arm or quick screen asked, plus each of P10's
+independent re-simulations; the **raw simulation time** of them is their count times the median
+timed launch (one fresh process: importing pypto/torch, compiling, simulating). Reported:
+launches ÷ distinct questions and wall ÷ that raw time (the issue's targets: ≤ 2 and ≤ 2 on an
+idle 2-core machine), and per step group (correctness, preflight, rounds, quick, P10, other; a
+launch belongs to the demo step whose window, from ``demo_logs``, holds its start): steps, launches,
+the questions no earlier step asked, product seconds and product ÷ raw of those questions.
 
 usage:
   python benchmarks/pypto_sim/bench_pypto_sim.py [--out DIR] [--workdir DIR --launch-log FILE --wall S]
@@ -33,38 +36,87 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 
+GROUPS = {"correctness": "correctness", "preflight": "preflight", "baseline": "rounds", "paired_formal": "rounds",
+          "confirm_round": "rounds", "final_formal": "rounds", "quick": "quick", "verify": "P10"}
+ORDER = ("correctness", "preflight", "rounds", "quick", "P10", "other")
+
+
+def asked(record_path: Path) -> set[tuple[str, str]]:
+    """(executable_sha256, case) pairs one round (every arm) or quick screen asked."""
+    d = json.loads(record_path.read_text())
+    shas = [d["executable_sha256"]] + ([d["paired"]["baseline_executable_sha256"]] if d.get("paired") else [])
+    return {(sha, case) for sha in shas for case in d["expected_cases"]}
+
+
 def distinct_questions(op: Path) -> set[tuple[str, str]]:
     """(executable_sha256, case) pairs the protocol asked: every round's arms and quick screen."""
     out = set()
-    for path in sorted((op / "docs/perf").glob("round_*/collection.json")):
-        d = json.loads(path.read_text())
-        shas = [d["executable_sha256"]] + ([d["paired"]["baseline_executable_sha256"]] if d.get("paired") else [])
-        out |= {(sha, case) for sha in shas for case in d["expected_cases"]}
-    for path in sorted((op / "docs/perf/quick").glob("quick_*/quick_performance.json")):
-        d = json.loads(path.read_text())
-        out |= {(d["executable_sha256"], case) for case in d["expected_cases"]}
+    for path in sorted((op / "docs/perf").glob("round_*/collection.json")) + \
+            sorted((op / "docs/perf/quick").glob("quick_*/quick_performance.json")):
+        out |= asked(path)
+    return out
+
+
+def steps(workdir: Path) -> list[dict]:
+    """Every demo step log: key, started (unix s), seconds, and the round or quick record it wrote."""
+    out = []
+    for log in sorted(workdir.glob("run_*/demo_logs/[0-9]*.log")):
+        text = log.read_text(encoding="utf-8")
+        head = dict(line.split(": ", 1) for line in text.split("--- stdout")[0].splitlines() if ": " in line)
+        stdout = text.split("--- stdout\n", 1)[-1].split("\n--- stderr", 1)[0].strip()
+        try:
+            data = json.loads(stdout) if stdout.startswith("{") else {}
+        except ValueError:
+            data = {}
+        record = (Path(data["round"]) / "collection.json" if data.get("round") else
+                  Path(data["path"]) if str(data.get("path", "")).endswith("quick_performance.json") else None)
+        out.append({"key": head.get("step"), "started": float(head.get("started", 0)),
+                    "seconds": float(head.get("seconds", 0)), "record": record})
     return out
 
 
 def analyse(workdir: Path, log: Path, wall_s: float) -> dict:
-    """Launch counts, distinct questions and ratios of one kept demo run. The raw simulation time
-    of the distinct questions is their count times the median timed launch (one fresh process:
-    import, compile, simulate; every case of the example costs about the same)."""
+    """Launch counts, distinct questions and ratios of one kept demo run, in total and per step group.
+    The raw simulation time of a question is the median timed launch (one fresh process: import,
+    compile, simulate; every case of the example costs about the same). A group's ``new`` questions
+    are those no earlier step asked; P10's re-simulations are all needed (fresh, independent)."""
     lines = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines() if line.strip()]
     timed = [e["seconds"] for e in lines if not e["module"].endswith("case_adapter") and e["returncode"] == 0]
-    preflights = sum(e["module"].endswith("case_adapter") for e in lines)
+    median = statistics.median(timed) if timed else 0.0
     op = next(workdir.glob("run_*/*/PERFORMANCE_CASES.json")).parent
     correctness = [json.loads(p.read_text()) for p in sorted((op / "docs/perf/correctness").glob("c*.json"))]
+    p10 = len(list((op / "docs/perf/stage5_remeasure").glob("rm_*/*/case_*")))
+    groups = {g: {"steps": 0, "product_s": 0.0, "launches": 0, "new_questions": 0} for g in ORDER}
+    seen: set[tuple[str, str]] = set()
+    runs = steps(workdir)
+    for step in runs:
+        g = groups[GROUPS.get(step["key"], "other")]
+        g["steps"] += 1
+        g["product_s"] += step["seconds"]
+        if step["record"] is not None and step["record"].is_file():
+            new = asked(step["record"]) - seen
+            g["new_questions"] += len(new)
+            seen |= new
+    groups["P10"]["new_questions"] = p10
+    for entry in lines:   # a runner process belongs to the step whose window holds its start
+        step = next((s for s in runs if s["started"] <= entry.get("started", -1) <= s["started"] + s["seconds"]), None)
+        groups[GROUPS.get(step["key"], "other") if step else "other"]["launches"] += 1
     tests = sum(len(r["cases"]) for r in correctness)
     probes = sum(1 for r in correctness for c in r["cases"] if "probe" in c)
-    distinct = len(distinct_questions(op))
-    raw_s = distinct * statistics.median(timed) if timed else 0.0
+    groups["correctness"]["launches"] += tests + probes
+    for g in groups.values():
+        g["product_s"] = round(g["product_s"], 1)
+        g["raw_s"] = round(g["new_questions"] * median, 1)
+        g["product_per_raw"] = round(g["product_s"] / g["raw_s"], 2) if g["raw_s"] else None
+    preflights = sum(e["module"].endswith("case_adapter") for e in lines)
+    distinct = len(distinct_questions(op)) + p10
+    raw_s = distinct * median
     total = len(lines) + tests + probes
     return {"wall_s": round(wall_s, 1), "launches": {"timed": len(lines) - preflights, "preflight": preflights,
                                                       "correctness_tests": tests, "correctness_probes": probes,
                                                       "total": total},
-            "median_launch_s": round(statistics.median(timed), 2) if timed else None,
-            "distinct_questions": distinct, "raw_simulation_s": round(raw_s, 1),
+            "median_launch_s": round(median, 2) if timed else None, "p10_launches": p10,
+            "distinct_questions": distinct, "raw_simulation_s": round(raw_s, 1), "steps": groups,
             "launches_per_distinct": round(total / distinct, 2) if distinct else None,
             "wall_per_raw": round(wall_s / raw_s, 2) if raw_s else None,
             "cpu_count": os.cpu_count(), "load": list(os.getloadavg())}
@@ -84,7 +136,10 @@ def table(d: dict) -> str:
         "| wall s | raw sim s (distinct) | wall ÷ raw | launches (timed + preflight + tests + probes) | distinct | launches ÷ distinct |",
         "|---|---|---|---|---|---|",
         f"| {d['wall_s']} | {d['raw_simulation_s']} | {d['wall_per_raw']} | {l['total']} ({l['timed']} + {l['preflight']} + "
-        f"{l['correctness_tests']} + {l['correctness_probes']}) | {d['distinct_questions']} | {d['launches_per_distinct']} |"])
+        f"{l['correctness_tests']} + {l['correctness_probes']}) | {d['distinct_questions']} | {d['launches_per_distinct']} |",
+        "", "| step | runs | launches | new distinct | product s | raw sim s | product ÷ raw |", "|---|---|---|---|---|---|---|",
+        *(f"| {name} | {g['steps']} | {g['launches']} | {g['new_questions']} | {g['product_s']} | {g['raw_s']} | "
+          f"{g['product_per_raw'] if g['product_per_raw'] is not None else '—'} |" for name, g in d["steps"].items())])
 
 
 def main(argv=None) -> int:

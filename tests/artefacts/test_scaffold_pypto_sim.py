@@ -71,12 +71,23 @@ def test_scaffold_to_stage5_pass_on_pypto_sim(tmp_path):
     assert code == 0 and verdict["verdict"] == "PASS", verdict.get("failures") or verdict
     first, final = [json.loads(p.read_text()) for p in sorted((op / "docs/perf").glob("round_*/collection.json"))]
     assert final["environment"]["backend"] == "pypto-sim" and final["environment"]["pypto"] == "0.2.0"
-    # the selector preflight is asked once per code hash: the paired final round (baseline = the
-    # delivered code) reuses the first round's answer for both arms
+    # the selector preflight is asked once per code hash: the `preflight` step asked it, the first
+    # round and both arms of the paired final round (baseline = the delivered code) reuse that answer
     [asked] = first["preflight"]
-    assert asked["reused"] is False and (op / asked["record"]).is_file()
+    assert asked["reused"] is True and (op / asked["record"]).is_file()
     assert [(a["arm"], a["key"], a["reused"]) for a in final["preflight"]] == [
         ("baseline", asked["key"], True), ("candidate", asked["key"], True)]
     assert [p.name for p in (op / "docs/perf/preflight").iterdir()] == [f"{asked['key']}.json"]
+    # repeats prove determinism once: the final round simulated nothing; each arm of each repeat is a
+    # recorded reuse of round_001's launches, with the sha256 of the files (the verifier accepted them)
+    assert [(r["arm"], r["repeat"], r["source"].split("/")[2], r["source_collection_id"]) for r in final["reused"]] \
+        == [(arm, i, "round_001", first["collection_id"]) for arm in ("baseline", "candidate") for i in (1, 2)]
+    assert "reused" not in first and verdict["remeasure"]["method"] == "resimulation"
+    # a quick screen of the same code asks nothing new either: both repeats reused from round_001
+    quick = json.loads(run_script("collect_perf.py", "quick", "--op-dir", op, "--json", cwd=op).stdout)
+    assert quick["status"] == "complete" and [(r["repeat"], r["source"].split("/")[2]) for r in quick["reused"]] \
+        == [(1, "round_001"), (2, "round_001")]
+    [measured] = (op / "docs/perf/round_001").glob("case_*/measurement.json")
+    assert quick["cases"][0]["duration_samples_us"] == json.loads(measured.read_text())["duration_samples_us"]
     correctness = json.loads(sorted((op / "docs/perf/correctness").glob("c*.json"))[-1].read_text())
     assert correctness["all_passed"] and correctness["cases"][0]["probe"]["gate_dtype"] == "bfloat16"

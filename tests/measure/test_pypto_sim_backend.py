@@ -22,7 +22,7 @@ from conftest import ROOT, assert_one_line_error, run_script
 from perftune.demo import flow, opfolder
 from perftune.contract import manifest as manifest_mod
 from perftune.errors import CheckFailed, ContractError
-from perftune.measure import evidence
+from perftune.measure import evidence, sim_reuse
 from perftune.profiler import pypto_sim_files as files
 from perftune.measure.backends import RepeatResult, get_backend
 from perftune.measure.backends import pypto_sim
@@ -73,9 +73,9 @@ def test_read_repeat_refuses_an_unknown_chip_and_a_missing_stat_report(tmp_path)
 
 def test_repeats_of_one_case_must_give_identical_cycles(tmp_path):
     same = [RepeatResult(5.991111, 1, None, ()), RepeatResult(5.991111, 1, None, ())]
-    pypto_sim.check_deterministic(same, tmp_path, "c")
+    sim_reuse.check_deterministic(same, tmp_path, "c")
     with pytest.raises(CheckFailed, match="differ"):
-        pypto_sim.check_deterministic(same + [RepeatResult(6.0, 1, None, ())], tmp_path, "c")
+        sim_reuse.check_deterministic(same + [RepeatResult(6.0, 1, None, ())], tmp_path, "c")
 
 
 def one_case_op(tmp_path: Path) -> Path:

@@ -112,7 +112,7 @@ class Driver:
         if not Path(argv[1]).is_file():
             raise ContractError(argv[1], f"step {key}", f"{script} does not exist", "deliver the script")
         name = f"{script} {argv[2] if len(argv) > 2 and not argv[2].startswith('-') and key != 'golden' else ''}".strip()
-        start = time.monotonic()
+        start, started_at = time.monotonic(), time.time()
         measuring = key in ("baseline", "quick", "paired_formal", "final_formal")
         if self.bar_stream is not None and measuring and self.cases:
             bar = CaseBar(self.bar_stream, self.cases)
@@ -125,7 +125,8 @@ class Driver:
         took = time.monotonic() - start
         self.ran.append(key)
         log = self.logs / f"{self.step_no:02d}_{script.removesuffix('.py')}.log"
-        fsio.write_text(log, f"step: {key}\nargv: {argv}\nreturncode: {proc.returncode}\n--- stdout\n{proc.stdout}\n"
+        fsio.write_text(log, f"step: {key}\nargv: {argv}\nreturncode: {proc.returncode}\n"
+                             f"started: {started_at:.3f}\nseconds: {took:.3f}\n--- stdout\n{proc.stdout}\n"
                              f"--- stderr\n{proc.stderr}")
         self.progress(f"[{self.step_no:2d}] {key:<18} {name:<30} exit {proc.returncode} ({took:5.1f} s) {label}".rstrip())
         if proc.returncode not in ok:

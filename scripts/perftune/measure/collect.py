@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import evidence, fingerprint, preflight_cache, round_chain, scheduling
+from . import evidence, fingerprint, preflight_cache, round_chain, scheduling, sim_reuse
 from .. import fsio
 from ..contract import frozen_inputs, protocol, schemas
 from .backends import get_backend
@@ -147,8 +147,14 @@ def _baseline_drift(ctx: Context, paired: dict[str, Any] | None) -> str | None:
     return None
 
 
-def run_preflight(ctx: Context, spec: RunSpec | None = None) -> list[dict[str, Any]]:
-    return preflight(ctx.backend, spec or ctx.spec, list(ctx.manifest.case_ids))
+def run_preflight(ctx: Context) -> list[dict[str, Any]]:
+    """The ``preflight`` command's probe rows; on a deterministic backend asked through the cache like a
+    round's (the baseline round after it then asks nothing new)."""
+    if ctx.backend.name not in protocol.DETERMINISTIC_BACKENDS:
+        return preflight(ctx.backend, ctx.spec, list(ctx.manifest.case_ids))
+    ident = _identity(ctx)
+    asked = _preflight(ctx, "measured", ident["executable_sha256"], ident)
+    return fsio.read_json(ctx.op_dir / asked["record"], what="preflight record")["rows"]
 
 
 def _preflight(ctx: Context, arm: str, code_sha256: str, ident: dict[str, Any],
@@ -183,21 +189,50 @@ def _paired_case(ctx: Context, base_spec: RunSpec, case, attempt: Path):
             order.append(arms)
     else:
         candidate, baseline, order = together
+    _paired_status(ctx, case, attempt, order)
+    return candidate, baseline, order
+
+
+def _paired_status(ctx: Context, case, attempt: Path, order: list[list[str]]) -> None:
     for index, arms in enumerate(order, 1):
         write_evidence_status(attempt / repeat_dir_name(index), {
             "backend": ctx.backend.name, "case": case.id, "target_op_name": ctx.spec.op_name,
             "status": "complete", "timing_source_file": f"candidate/{ctx.backend.timing_source_file}",
             "repeat": index, "paired_order": arms})
+
+
+def _deterministic_case(ctx: Context, collection, case, attempt: Path, base_spec: RunSpec | None, rows: list):
+    """A deterministic backend: each arm's question simulated once (``measure/sim_reuse.py``): reused from
+    the round or quick screen that answered it, the candidate arm from a byte-identical baseline arm."""
+    numbers = range(1, ctx.spec.repeats + 1)
+    code = collection["executable_sha256"]
+    if base_spec is None:
+        dests = [attempt / repeat_dir_name(i) for i in numbers]
+        return sim_reuse.measure_arm(ctx.backend, ctx.spec, case, dests, collection, code, "", rows), None, None
+    base_code = collection["paired"]["baseline_executable_sha256"]
+    dests = {arm: [attempt / repeat_dir_name(i) / arm for i in numbers] for arm in ("baseline", "candidate")}
+    baseline = sim_reuse.measure_arm(ctx.backend, base_spec, case, dests["baseline"], collection, base_code,
+                                     "baseline", rows)
+    twin = (dests["baseline"], [attempt.parent / repeat_dir_name(i) / "baseline" for i in numbers]) \
+        if base_code == code else None
+    candidate = sim_reuse.measure_arm(ctx.backend, ctx.spec, case, dests["candidate"], collection, code,
+                                      "candidate", rows, same_round=twin)
+    order = [["baseline", "candidate"] if i % 2 else ["candidate", "baseline"] for i in numbers]
+    _paired_status(ctx, case, attempt, order)
     return candidate, baseline, order
 
 
-def _collect_case(ctx: Context, case, case_dir: Path, retry: int, base_spec: RunSpec | None, progress: Progress):
+def _collect_case(ctx: Context, case, case_dir: Path, retry: int, base_spec: RunSpec | None, progress: Progress,
+                  collection=None, rows: list | None = None):
     """Run one case with retries; keep failed attempts; return (candidate, baseline, order, attempts)."""
     errors = []
     for number in range(1, retry + 2):
         attempt = case_dir / f"attempt_{number:02d}"
         try:
-            if base_spec is None:
+            if sim_reuse.applies(ctx.backend.name):
+                del rows[:]   # only the reuse of the attempt that is kept
+                result = _deterministic_case(ctx, collection, case, attempt, base_spec, rows)
+            elif base_spec is None:
                 result = (ctx.backend.run_case(ctx.spec, case, attempt), None, None)
             else:
                 result = _paired_case(ctx, base_spec, case, attempt)
@@ -303,7 +338,9 @@ def case_jobs(ctx: Context, requested: int | None = None) -> int:
 def _formal_case(ctx, collection, round_dir, case, retry, base_spec, progress) -> None:
     case_dir = round_dir / evidence.case_dir_name(case.id)
     case_dir.mkdir()
-    candidate, baseline, order, attempts = _collect_case(ctx, case, case_dir, retry, base_spec, progress)
+    rows: list = []
+    candidate, baseline, order, attempts = _collect_case(ctx, case, case_dir, retry, base_spec, progress,
+                                                         collection, rows)
     rel = [fsio.display_path(case_dir / repeat_dir_name(i), ctx.op_dir) for i in range(1, ctx.spec.repeats + 1)]
     record = evidence.measurement_record(
         collection_id=collection["collection_id"], case_id=case.id, op_name=ctx.spec.op_name,
@@ -312,6 +349,9 @@ def _formal_case(ctx, collection, round_dir, case, retry, base_spec, progress) -
     evidence.write_measurement(case_dir, record)
     with scheduling.COLLECTION_LOCK:
         collection["case_attempts"][case.id] = attempts
+        if rows:
+            collection["reused"] = sorted(collection.get("reused", []) + rows,
+                                          key=lambda r: (r["case"], r["arm"], r["repeat"]))
         evidence.write_collection(round_dir, collection)
     progress(f"  {case.id}: {record['aggregation_method']} {record['aggregate_us']:.3f} us "
              f"over {len(candidate)} repeats" + (f" (baseline {record['baseline_aggregate_us']:.3f} us)"
@@ -339,13 +379,19 @@ def run_quick(ctx: Context, *, progress: Progress = lambda _line: None) -> dict[
         "status": "in_progress", "timing_source_file": ctx.backend.timing_source_file, "cases": []})
     path = quick_dir / protocol.QUICK_NAME
     try:
+        done: dict[str, tuple[dict[str, Any], list]] = {}
+        lanes = case_jobs(ctx)
+        if lanes > 1:   # a deterministic simulator: cases side by side, one process each (as in a formal round)
+            failed = scheduling.run_on_devices(ctx.manifest.cases, list(range(lanes)), lambda case, _lane:
+                                               done.__setitem__(case.id, _quick_case(ctx, obj, quick_dir, case,
+                                                                                     progress)), lock=False)
+            if failed:
+                raise failed[0]
         for case in ctx.manifest.cases:
-            raw = quick_dir / evidence.case_dir_name(case.id)
-            samples = ctx.backend.quick_case(ctx.spec, case, raw)
-            value, used = evidence.aggregate(samples, ctx.protocol.aggregation)
-            obj["cases"].append({"case": case.id, "duration_samples_us": samples, "aggregate_us": value,
-                                 "aggregation_method": used, "raw_dir": fsio.display_path(raw, ctx.op_dir)})
-            progress(f"  {case.id}: quick {used} {value:.3f} us over {len(samples)} repeats")
+            entry, rows = done.get(case.id) or _quick_case(ctx, obj, quick_dir, case, progress)
+            obj["cases"].append(entry)
+            if rows:
+                obj.setdefault("reused", []).extend(rows)
         failure = _drift(ctx, ident)
     except CheckFailed as exc:
         failure = exc.line()
@@ -353,6 +399,21 @@ def run_quick(ctx: Context, *, progress: Progress = lambda _line: None) -> dict[
     obj.update({"status": "failed", "failure": failure} if failure else {"status": "complete"})
     _write_quick(path, obj)
     return {**obj, "path": path.as_posix()}
+
+
+def _quick_case(ctx: Context, obj: dict[str, Any], quick_dir: Path, case, progress: Progress):
+    """One case of a quick screen: (its entry, the reuse rows); on a deterministic backend each question once."""
+    raw, rows = quick_dir / evidence.case_dir_name(case.id), []
+    if sim_reuse.applies(ctx.backend.name):
+        dests = [raw / repeat_dir_name(i) for i in range(1, ctx.spec.repeats + 1)]
+        samples = [r.duration_us for r in sim_reuse.measure_arm(ctx.backend, ctx.spec, case, dests, obj,
+                                                                 obj["executable_sha256"], "", rows)]
+    else:
+        samples = ctx.backend.quick_case(ctx.spec, case, raw)
+    value, used = evidence.aggregate(samples, ctx.protocol.aggregation)
+    progress(f"  {case.id}: quick {used} {value:.3f} us over {len(samples)} repeats")
+    return {"case": case.id, "duration_samples_us": samples, "aggregate_us": value, "aggregation_method": used,
+            "raw_dir": fsio.display_path(raw, ctx.op_dir)}, rows
 
 
 def _write_quick(path: Path, obj: dict[str, Any]) -> None:

@@ -86,7 +86,10 @@ def reused_samples(*rounds: evidence.RoundEvidence) -> list[str]:
     for rnd in rounds:
         for cid, case in sorted(rnd.cases.items()):
             if rnd.collection["backend"] in protocol.DETERMINISTIC_BACKENDS:   # equal samples are expected
-                out += pypto_sim.launch_problems(case.path, cid, rnd.collection["repeats"], rnd.paired, launches)
+                codes = {"candidate": rnd.executable_sha256, "baseline": rnd.partner["baseline_executable_sha256"]} \
+                    if rnd.paired else {"": rnd.executable_sha256}
+                out += pypto_sim.launch_problems(case.path, cid, rnd.collection["repeats"], codes, launches,
+                                                 rnd.path.parents[2])
                 continue
             arms = [("", case.samples_us)] + ([(" (paired baseline)", case.baseline_samples_us)]
                                               if case.baseline_samples_us else [])

@@ -23,7 +23,7 @@ the simulator's ``_simulate.stat.report.txt`` (timing source), ``_simulate.confi
 per-pipe model in ``evidence_status.json`` stays), ``collection.log`` and ``evidence_status.json``.
 ``read_repeat`` re-derives cycles, µs and the bound route from those files alone. The simulator is
 deterministic: the repeats of one case must give identical cycles, else the case fails
-(:func:`check_deterministic`). See docs/pypto-sim-backend.md.
+(:func:`..sim_reuse.check_deterministic`). See docs/pypto-sim-backend.md.
 """
 
 from __future__ import annotations
@@ -94,14 +94,6 @@ def simulator_identity(arch: str = DEFAULT_ARCH) -> dict[str, Any]:
     _text, sha = effective_config(arch)
     return {"device_arch": arch, "frequency_mhz": FREQUENCY_MHZ[arch],
             "pypto_version": importlib.metadata.version("pypto"), "config_sha256": sha}
-
-
-def check_deterministic(results: list[RepeatResult], source: Path, case_id: str) -> None:
-    """Every repeat of one case must give the same simulated time (µs derive from cycles exactly)."""
-    times = sorted({r.duration_us for r in results})
-    if len(times) > 1:
-        raise CheckFailed(source, case_id, f"simulated times differ between repeats {times} us",
-                          "the simulator must be deterministic; check the pypto install and the kernel inputs")
 
 
 class PyptoSimBackend(Backend):
@@ -207,8 +199,9 @@ class PyptoSimBackend(Backend):
         return repeat
 
     def run_case(self, spec: RunSpec, case: Case, case_dir: Path) -> list[RepeatResult]:
+        from .. import sim_reuse   # measure.sim_reuse imports this package
         results = [self.run_repeat(spec, case, case_dir / repeat_dir_name(i)) for i in range(1, spec.repeats + 1)]
-        check_deterministic(results, case_dir, case.id)
+        sim_reuse.check_deterministic(results, case_dir, case.id)
         return results
 
     def read_repeat(self, repeat_dir: Path, op_name: str) -> RepeatResult:
@@ -270,15 +263,21 @@ def read_details(repeat_dir: Path) -> dict[str, Any]:
                         "wait_us": round(sum(c["wait_us"] for c in bubbles.values()), 6)}}
 
 
-def launch_problems(case_dir: Path, case_id: str, repeats: int, paired: bool, seen: dict[str, str]) -> list[str]:
+def launch_problems(case_dir: Path, case_id: str, repeats: int, codes: dict[str, str], seen: dict[str, str],
+                    op_dir: Path) -> list[str]:
     """Reuse check for a deterministic backend, where equal samples are expected: every archived
-    launch must name this case and a simulator output folder (timestamp + pid) no other repeat has."""
+    launch must name this case and a simulator output folder (timestamp + pid) no other repeat has,
+    unless it is a recorded reuse (``reused.json``) whose files match its source's sha256
+    (:func:`..sim_reuse.problems`). ``codes``: arm folder ('' unpaired) -> that arm's code sha256."""
+    from .. import sim_reuse   # measure.sim_reuse imports this package
     out = []
-    arms = ("baseline", "candidate") if paired else ("",)
     for index in range(1, repeats + 1):
-        for arm in arms:
+        for arm, code in codes.items():
             folder = case_dir / repeat_dir_name(index) / arm
             where = f"{case_dir.parent.name}/{case_dir.name}/{repeat_dir_name(index)}{'/' + arm if arm else ''}"
+            if (folder / sim_reuse.REUSED_JSON).exists():
+                out += sim_reuse.problems(op_dir, folder, case_id, code, where)
+                continue
             launch = fsio.read_json(folder / LAUNCH_JSON, what="pypto-sim launch.json")
             if launch.get("case_id") != case_id:
                 out.append(f"{where}: launch.json names case {launch.get('case_id')!r} (reused evidence)")

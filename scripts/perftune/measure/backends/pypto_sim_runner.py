@@ -7,8 +7,8 @@ effective simulator configuration for ``--arch``, see ``pypto_sim.effective_conf
 ``--scratch``, then runs ``MODULE`` as ``__main__`` with the remaining arguments (the cpu backend's
 ``cpu_runner`` for measurements, ``case_adapter`` for the selector preflight). Without ``--scratch`` a
 temporary folder is used and removed afterwards, so nothing reaches ``$HOME`` or the cwd.
-With ``PERFTUNE_SIM_LAUNCH_LOG`` set, each process appends one JSON line ``{module, args, seconds,
-returncode}`` to that file (the launch count of benchmarks/pypto_sim/).
+With ``PERFTUNE_SIM_LAUNCH_LOG`` set, each process appends one JSON line ``{module, args, started,
+seconds, returncode}`` to that file (the launch count of benchmarks/pypto_sim/).
 
 usage:
   python -m perftune.measure.backends.pypto_sim_runner --arch A2A3 [--scratch DIR] MODULE [ARG ...]
@@ -52,7 +52,7 @@ def main(argv=None) -> int:
     parser.add_argument("args", nargs="...")
     args = parser.parse_args(argv)
     scratch = Path(args.scratch) if args.scratch else Path(tempfile.mkdtemp(prefix="pypto_sim_"))
-    started, code = time.monotonic(), 1
+    started, started_at, code = time.monotonic(), time.time(), 1
     try:
         code = _run(args, scratch)
         return code
@@ -62,6 +62,7 @@ def main(argv=None) -> int:
         if os.environ.get(LAUNCH_LOG_ENV):
             with open(os.environ[LAUNCH_LOG_ENV], "a", encoding="utf-8") as log:
                 log.write(json.dumps({"module": args.module, "args": args.args, "returncode": code,
+                                      "started": round(started_at, 3),
                                       "seconds": round(time.monotonic() - started, 3)}) + "\n")
 
 
