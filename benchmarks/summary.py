@@ -73,7 +73,25 @@ def decisions_md(d: dict) -> list[str]:
             field = "any" if e == 0 else "faster"
             cells.append(" / ".join(f"{100 * r['rates'][k][field]:.0f}" for k in RULES))
         out.append(f"| {key[0]} | {key[1]:.0%} | " + " | ".join(cells) + " |")
-    return out + ["", "![false positives](decisions_false_positive.png)", "", "![power](decisions_power.png)", ""]
+    return out + ["", "![false positives](decisions_false_positive.png)", "", "![power](decisions_power.png)", ""] \
+        + confirm_md(d.get("confirm"))
+
+
+def confirm_md(c: dict | None) -> list[str]:
+    """The confirm rule's end verdicts (power: truths equal; false ``consistent``: the ranked effect is gone)."""
+    if not c:
+        return []
+    out = ["### Confirm rule: reaching `consistent`", "",
+           f"`select_best.py confirm` (paired, up to 1 + max_remeasurements = 2 attempts), {c['repeats']} repeats, "
+           f"{c['noise']:.0%} noise, {c['cases']} target cases, round-wide load drift 10 %.", "",
+           "| δ | ranked effect | confirm rounds' truth | sims | `consistent` | other ends | mean attempts |",
+           "|---|---|---|---|---|---|---|"]
+    for r in c["results"]:
+        other = ", ".join(f"{k} {100 * v:.0f} %" for k, v in r["ends"].items() if k != "consistent") or "-"
+        kind = "same (power)" if r["confirm_effect"] == r["ranking_effect"] else f"+{r['confirm_effect']:.0%} (false if consistent)"
+        out.append(f"| {r['delta']:.0%} | +{r['ranking_effect']:.0%} | {kind} | {r['sims']} | {_pct(r['consistent'])} | "
+                   f"{other} | {r['mean_attempts']:.2f} |")
+    return out + [""]
 
 
 def cpu_md(d: dict) -> list[str]:

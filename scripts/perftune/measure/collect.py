@@ -10,7 +10,8 @@ Paired rounds (``paired_with`` = a saved copy of the baseline sources) alternate
 first (repeat 1 baseline first, repeat 2 candidate first, ...): an ABBA-style interleave, so neither
 slow drift nor "always second" effects bias the speed-up. The order of each repeat is recorded.
 A backend that can hold both arms in one process (cpu: ``run_paired_case``) interleaves them there,
-call by call; otherwise every repeat is two fresh processes, one per arm.
+call by call; otherwise every repeat is two fresh processes, one per arm. A quick screen paired with
+the current best (``run_quick(paired_with=...)``) uses the same machinery.
 """
 
 from __future__ import annotations
@@ -215,6 +216,26 @@ def _collect_case(ctx: Context, case, case_dir: Path, retry: int, base_spec: Run
                       "see the attempt_NN folders; fix the runner and collect a new round")
 
 
+def pairing(ctx: Context, paired_with: Path | None) -> tuple[RunSpec | None, dict[str, Any] | None]:
+    """(the partner's run spec, the ``paired`` record) of ``--paired-with`` (formal and quick); (None, None)."""
+    if paired_with is None:
+        return None, None
+    version = Path(paired_with).resolve()
+    if not version.is_dir():
+        raise ContractError(paired_with, "--paired-with", "is not a directory", "pass a saved version folder")
+    base_files = evidence.source_files(version, ctx.manifest)
+    return dataclasses.replace(ctx.spec, runner=find_runner(version)), {
+        "baseline_version": fsio.display_path(version, ctx.op_dir), "order": "alternating_first_arm",
+        "baseline_executable_sha256": evidence.executable_sha256(version, base_files),
+        "baseline_source_files": [fsio.file_record(p, version) for p in base_files]}
+
+
+def _asked(ctx: Context, ident: dict[str, Any], base_spec: RunSpec | None, paired: dict | None) -> list[dict]:
+    """The selector preflight of every arm."""
+    return ([_preflight(ctx, "baseline", paired["baseline_executable_sha256"], ident, base_spec)] if paired else []) \
+        + [_preflight(ctx, "candidate" if paired else "measured", ident["executable_sha256"], ident)]
+
+
 def run_formal(ctx: Context, *, retry: int = 0, paired_with: Path | None = None,
                progress: Progress = lambda _line: None, devices: list[int] | None = None,
                jobs: int | None = None) -> dict[str, Any]:
@@ -224,19 +245,9 @@ def run_formal(ctx: Context, *, retry: int = 0, paired_with: Path | None = None,
     case processes side by side on a deterministic backend (:func:`case_jobs`)."""
     if retry < 0:
         raise ContractError("collect_perf.py", "--retry", f"{retry} < 0", "use 0 or more")
-    base_spec, paired = None, None
-    if paired_with is not None:
-        version = Path(paired_with).resolve()
-        if not version.is_dir():
-            raise ContractError(paired_with, "--paired-with", "is not a directory", "pass a saved version folder")
-        base_spec = dataclasses.replace(ctx.spec, runner=find_runner(version))
-        base_files = evidence.source_files(version, ctx.manifest)
-        paired = {"baseline_version": fsio.display_path(version, ctx.op_dir), "order": "alternating_first_arm",
-                  "baseline_executable_sha256": evidence.executable_sha256(version, base_files),
-                  "baseline_source_files": [fsio.file_record(p, version) for p in base_files]}
+    base_spec, paired = pairing(ctx, paired_with)
     ident = _identity(ctx)
-    asked = ([_preflight(ctx, "baseline", paired["baseline_executable_sha256"], ident, base_spec)] if paired else []) \
-        + [_preflight(ctx, "candidate" if paired else "measured", ident["executable_sha256"], ident)]
+    asked = _asked(ctx, ident, base_spec, paired)
     revision = evidence.source_revision(ctx.op_dir)
 
     def first_record(name: str) -> dict[str, Any]:
@@ -329,24 +340,35 @@ def _finish(round_dir: Path, collection: dict[str, Any], failure: str | None) ->
     return {**collection, "round": round_dir.as_posix()}
 
 
-def run_quick(ctx: Context, *, progress: Progress = lambda _line: None) -> dict[str, Any]:
-    """A quick screen under ``docs/perf/quick/quick_NNN``; never ranks, never touches rounds."""
+def run_quick(ctx: Context, *, paired_with: Path | None = None,
+              progress: Progress = lambda _line: None) -> dict[str, Any]:
+    """A quick screen under ``docs/perf/quick/quick_NNN``; never ranks, never touches rounds.
+    ``paired_with`` (the current best's saved version): both arms interleaved per repeat, by the
+    formal paired machinery (:func:`_paired_case`; raw files in ``repeat_NNN/<arm>``)."""
+    base_spec, paired = pairing(ctx, paired_with)
     ident = _identity(ctx)
-    asked = [_preflight(ctx, "measured", ident["executable_sha256"], ident)]
+    asked = _asked(ctx, ident, base_spec, paired)
     quick_dir, obj = evidence.reserve_quick(ctx.op_dir, lambda name: {
         **_header(ctx, _collection_id("quick", name), ident), "mode": "quick", "never_ranks": True,
-        "preflight": asked,
+        "preflight": asked, **({"paired": paired} if paired else {}),
         "status": "in_progress", "timing_source_file": ctx.backend.timing_source_file, "cases": []})
     path = quick_dir / protocol.QUICK_NAME
     try:
         for case in ctx.manifest.cases:
             raw = quick_dir / evidence.case_dir_name(case.id)
-            samples = ctx.backend.quick_case(ctx.spec, case, raw)
+            arm = None
+            if base_spec is None:
+                samples = ctx.backend.quick_case(ctx.spec, case, raw)
+            else:
+                cand, base, _ = _paired_case(ctx, base_spec, case, raw)
+                samples, arm = [r.duration_us for r in cand], [r.duration_us for r in base]
             value, used = evidence.aggregate(samples, ctx.protocol.aggregation)
             obj["cases"].append({"case": case.id, "duration_samples_us": samples, "aggregate_us": value,
-                                 "aggregation_method": used, "raw_dir": fsio.display_path(raw, ctx.op_dir)})
-            progress(f"  {case.id}: quick {used} {value:.3f} us over {len(samples)} repeats")
-        failure = _drift(ctx, ident)
+                                 "aggregation_method": used, "raw_dir": fsio.display_path(raw, ctx.op_dir),
+                                 **({"baseline_samples_us": arm} if arm else {})})
+            progress(f"  {case.id}: quick {used} {value:.3f} us over {len(samples)} repeats"
+                     + (f" (paired best {evidence.aggregate(arm, ctx.protocol.aggregation)[0]:.3f} us)" if arm else ""))
+        failure = _drift(ctx, ident) or _baseline_drift(ctx, paired)
     except CheckFailed as exc:
         failure = exc.line()
     obj["completed_at"] = evidence.utc_now()
