@@ -18,7 +18,7 @@ cases, δ 1 % and 5 %: the share of ``consistent`` when the confirm round's trut
 ``consistent``); reported as ``confirm``.
 
 usage:
-  python benchmarks/decisions/bench_decisions.py [--out DIR] [--sims N] [--jobs N] [--smoke]
+  python benchmarks/decisions/bench_decisions.py [--out DIR] [--sims N] [--jobs N] [--smoke | --confirm-only]
 """
 
 from __future__ import annotations
@@ -96,13 +96,30 @@ def summary(results: list[dict]) -> dict:
     return out
 
 
+def confirm_only(args) -> int:
+    path = args.out / "decisions.json"
+    result = json.loads(path.read_text())
+    with Pool(args.jobs) as pool:
+        rows = pool.map(_confirm, [(*g, args.sims) for g in CONFIRM_GRID], chunksize=1)
+    result["confirm"] = {"noise": 0.02, "repeats": 10, "cases": len(simulate.CONFIRM_CASES), "results": rows}
+    path.write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
+    for row in rows:
+        print(f"confirm δ {row['delta']:.0%} ranked +{row['ranking_effect']:.0%} confirmed +{row['confirm_effect']:.0%}: "
+              f"consistent {row['consistent']:.1%} ({row['ends']})")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=HERE.parent / "results", help="results folder")
     parser.add_argument("--sims", type=int, default=200, help="simulations per setting (A/A: 2x)")
     parser.add_argument("--jobs", type=int, default=2, help="parallel worker processes")
     parser.add_argument("--smoke", action="store_true", help="tiny grid (CI smoke run)")
+    parser.add_argument("--confirm-only", action="store_true",
+                        help="run only the confirm grid and replace the `confirm` key of an existing decisions.json")
     args = parser.parse_args()
+    if args.confirm_only:
+        return confirm_only(args)
     repeats, noises, effects = ((5, 10), (0.02,), (0.0, 0.05)) if args.smoke else (REPEATS, NOISES, EFFECTS)
     sims = 10 if args.smoke else args.sims
     grid = [(Setting(n, s, e), sims * (2 if e == 0.0 else 1)) for n in repeats for s in noises for e in effects]
