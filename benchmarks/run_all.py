@@ -4,7 +4,8 @@
 Runs, each in its own process: ``scale/bench_scale.py`` (evidence processing vs a pandas read
 floor), ``decisions/bench_decisions.py`` (A/A false-positive rate and power of our verdict rule,
 pyperf's compare_to and the upstream rule) and ``cpu_backend/bench_cpu_timeit.py`` (cpu runner
-vs timeit, timer overhead); then renders ``SUMMARY.md``. pyperf is not a project dependency: it
+vs timeit, timer overhead) and ``aa/bench_aa.py`` (real cpu A/A under load: false directional
+verdicts of independent uncalibrated, calibrated and paired compares); then renders ``SUMMARY.md``. pyperf is not a project dependency: it
 is installed with pip into this interpreter when missing (``pip install '.[bench]'`` does the
 same). The full run takes about 10 minutes on 2 cores; ``--smoke`` runs tiny sizes in well
 under a minute (used by tests/test_benchmarks_smoke.py).
@@ -28,7 +29,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 BENCHES = {"scale": HERE / "scale" / "bench_scale.py", "decisions": HERE / "decisions" / "bench_decisions.py",
-           "cpu_backend": HERE / "cpu_backend" / "bench_cpu_timeit.py"}
+           "cpu_backend": HERE / "cpu_backend" / "bench_cpu_timeit.py", "aa": HERE / "aa" / "bench_aa.py"}
 
 
 def ensure_pyperf() -> str:

@@ -73,7 +73,25 @@ def decisions_md(d: dict) -> list[str]:
             field = "any" if e == 0 else "faster"
             cells.append(" / ".join(f"{100 * r['rates'][k][field]:.0f}" for k in RULES))
         out.append(f"| {key[0]} | {key[1]:.0%} | " + " | ".join(cells) + " |")
-    return out + ["", "![false positives](decisions_false_positive.png)", "", "![power](decisions_power.png)", ""]
+    return out + ["", "![false positives](decisions_false_positive.png)", "", "![power](decisions_power.png)", ""] \
+        + confirm_md(d.get("confirm"))
+
+
+def confirm_md(c: dict | None) -> list[str]:
+    """The confirm rule's end verdicts (power: truths equal; false ``consistent``: the ranked effect is gone)."""
+    if not c:
+        return []
+    out = ["### Confirm rule: reaching `consistent`", "",
+           f"`select_best.py confirm` (paired, up to 1 + max_remeasurements = 2 attempts), {c['repeats']} repeats, "
+           f"{c['noise']:.0%} noise, {c['cases']} target cases, round-wide load drift 10 %.", "",
+           "| δ | ranked effect | confirm rounds' truth | sims | `consistent` | other ends | mean attempts |",
+           "|---|---|---|---|---|---|---|"]
+    for r in c["results"]:
+        other = ", ".join(f"{k} {100 * v:.0f} %" for k, v in r["ends"].items() if k != "consistent") or "-"
+        kind = "same (power)" if r["confirm_effect"] == r["ranking_effect"] else f"+{r['confirm_effect']:.0%} (false if consistent)"
+        out.append(f"| {r['delta']:.0%} | +{r['ranking_effect']:.0%} | {kind} | {r['sims']} | {_pct(r['consistent'])} | "
+                   f"{other} | {r['mean_attempts']:.2f} |")
+    return out + [""]
 
 
 def cpu_md(d: dict) -> list[str]:
@@ -91,6 +109,16 @@ def cpu_md(d: dict) -> list[str]:
     return out + ["", "![cpu vs timeit](cpu_backend_vs_timeit.png)", ""]
 
 
+def aa_md(d: dict) -> list[str]:
+    lo, hi = d["load_during_min_max"]
+    return ["## 4. Real cpu A/A under load: false directional verdicts of the product's compare", "",
+            f"`benchmarks/aa/bench_aa.py`: unchanged softmax, {d['comparisons']} comparisons per mode, {d['repeats']} "
+            f"repeats over {d['processes']} process(es), frozen δ {d['frozen_band']:.0%}, {d['burners']} busy-loop "
+            f"burner(s); load average {d['load_before'][0]:.1f} before, {lo:.1f}–{hi:.1f} during, "
+            f"{d['load_after'][0]:.1f} after on {d['cpu_count']} cores ({d['total_s']:.0f} s). Target ≤ "
+            f"{d['target']:.0%} per case and per suite.", "", _load("aa", "bench_aa").table(d["rows"]), ""]
+
+
 def _load(folder: str, module: str):
     sys.path[:0] = [str(HERE / folder), str(HERE)]
     return __import__(module)
@@ -103,7 +131,7 @@ def real_backend_md(results: Path) -> list[str]:
     if path.exists():
         d = json.loads(path.read_text())
         rows = [r for r in d["rows"] if r["delta"] == 0.01]
-        out += ["## 4. Unchanged code on the real cpu backend (A/A): false verdicts and false wins", "",
+        out += ["## 5. Unchanged code on the real cpu backend (A/A): false verdicts and false wins", "",
                 f"`benchmarks/processes/bench_processes.py` (run on its own, {d['total_s']:.0f} s): "
                 f"{d['comparisons']} comparisons per row, {d['repeats']} repeats, δ = 1 %, load average "
                 f"{d['load_before'][0]:.1f} before and {d['load_after'][0]:.1f} after on {d['cpu_count']} cores.", "",
@@ -111,7 +139,7 @@ def real_backend_md(results: Path) -> list[str]:
     path = results / "power.json"
     if path.exists():
         d = json.loads(path.read_text())
-        out += ["## 5. Power on real known changes (kernel doing 10 % and 30 % less work)", "",
+        out += ["## 6. Power on real known changes (kernel doing 10 % and 30 % less work)", "",
                 f"`benchmarks/power/bench_power.py` (run on its own, {d['total_s']:.0f} s): {d['comparisons']} "
                 f"comparisons, {d['repeats']} repeats, {d['processes']} process(es) per case, load average "
                 f"{d['load_before'][0]:.1f} before and {d['load_after'][0]:.1f} after.", "",
@@ -119,13 +147,13 @@ def real_backend_md(results: Path) -> list[str]:
     path = results / "demo_runs.json"
     if path.exists():
         d = json.loads(path.read_text())
-        out += [f"## 6. {len(d['runs'])} demo runs: does each run's suite CI hold the others?", "",
+        out += [f"## 7. {len(d['runs'])} demo runs: does each run's suite CI hold the others?", "",
                 f"`benchmarks/demo_runs/bench_demo_runs.py` (run on its own), example `{d['example']}`.", "",
                 _load("demo_runs", "bench_demo_runs").table(d), "", "![demo runs](demo_runs.png)", ""]
     path = results / "pypto_sim.json"
     if path.exists():
         d = json.loads(path.read_text())
-        out += ["## 7. The pypto-sim loop: product time and launches vs the distinct simulations", "",
+        out += ["## 8. The pypto-sim loop: product time and launches vs the distinct simulations", "",
                 f"`benchmarks/pypto_sim/bench_pypto_sim.py` (run on its own): one `demo.py --example pypto_softmax` "
                 f"on {d['cpu_count']} cores, load {d['load'][0]:.1f}; targets ≤ 2 launches per distinct (version, "
                 "case) and wall ≤ 2× their raw simulation (idle machine).", "",
@@ -136,7 +164,7 @@ def real_backend_md(results: Path) -> list[str]:
 def render(results: Path, seconds: float | None = None) -> str:
     lines = ["# Benchmark results", "", "Produced by `python benchmarks/run_all.py`; methods and discussion in "
              "[docs/benchmarks.md](../../docs/benchmarks.md)." + (f" Total run time {seconds:.0f} s." if seconds else ""), ""]
-    for name, part in (("scale", scale_md), ("decisions", decisions_md), ("cpu_backend", cpu_md)):
+    for name, part in (("scale", scale_md), ("decisions", decisions_md), ("cpu_backend", cpu_md), ("aa", aa_md)):
         path = results / f"{name}.json"
         if path.exists():
             lines += part(json.loads(path.read_text()))

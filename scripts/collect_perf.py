@@ -10,7 +10,7 @@ collection. Every subprocess gets TILE_FWK_DEVICE_ID and never ASCEND_RT_VISIBLE
 
 usage:
   collect_perf.py formal --op-dir DIR [--retry N] [--paired-with VERSION_DIR] [--devices 0,1,.. | --jobs N] [--json]
-  collect_perf.py quick --op-dir DIR [--json]
+  collect_perf.py quick --op-dir DIR [--paired-with VERSION_DIR] [--json]
   collect_perf.py list-op-names --op-dir DIR --case-id ID [--backend B] [--device N] [--json]
   collect_perf.py preflight --op-dir DIR [--json]
   collect_perf.py batch --op-dirs DIR [DIR ...] --shared-dir DIR (--devices 0,1,.. | --emit slurm
@@ -50,8 +50,9 @@ def build_parser():
             command.add_argument(flag, type=kind, help="must equal the frozen protocol value (checked)")
         add_json_flag(command)
     sub.choices["formal"].add_argument("--retry", type=int, default=0, help="extra attempts per failed case")
-    sub.choices["formal"].add_argument("--paired-with", type=Path, metavar="VERSION_DIR", help="saved baseline "
-                                       "sources; interleave baseline/candidate per repeat")
+    for name in ("formal", "quick"):
+        sub.choices[name].add_argument("--paired-with", type=Path, metavar="VERSION_DIR", help="saved sources of "
+                                       "the baseline (quick: the current best); interleave both arms per repeat")
     sub.choices["formal"].add_argument("--devices", help="cards to run cases on at the same time (case i on card "
                                        "i mod n, one case per card, a lock per card)")
     sub.choices["formal"].add_argument("--jobs", type=int, help="pypto-sim: cases simulated side by side (default: cores)")
@@ -84,7 +85,7 @@ def main(argv=None) -> int:
         cards = devices.parse_devices(args.devices) if args.devices else None
         result = collect.run_formal(ctx, retry=args.retry, paired_with=args.paired_with, progress=say, devices=cards, jobs=args.jobs)
     elif args.command == "quick":
-        result = collect.run_quick(collect.prepare(args.op_dir, given), progress=say)
+        result = collect.run_quick(collect.prepare(args.op_dir, given), paired_with=args.paired_with, progress=say)
     elif args.command == "preflight":
         result = {"status": "complete", "probes": collect.run_preflight(collect.prepare(args.op_dir, given))}
     if args.json:

@@ -5,9 +5,10 @@
 an earlier performance.json), applies the frozen decision rule of PERFORMANCE_CASES.json and writes
 <op>/performance.json, performance.log, perf_report.md and docs/perf/figures/compare_*.png.
 A paired candidate round carries its own baseline samples (used for the speed-up); --baseline
-still names the independent baseline round that is cited. `quick` compares a quick screen with
-the formal baseline and writes docs/perf/quick/quick_NNN/quick_compare.json (never_ranks: true);
-it never touches the formal files. `calibrate` (right after the baseline, before any candidate)
+still names the independent baseline round that is cited. Independent rounds without a calibration
+give no sized verdict: `inconclusive` (independent_not_calibrated), per case and suite. `quick` compares
+a quick screen with the current best's round (a screen collected --paired-with it: its own pairs) and
+writes docs/perf/quick/quick_NNN/quick_compare.json (never_ranks: true); it never touches the formal files. `calibrate` (right after the baseline, before any candidate)
 measures the A/A noise of the baseline code and freezes docs/perf/calibration.json: every later
 decision uses the band max(frozen noise_band, measured noise).
 
@@ -29,7 +30,7 @@ from __future__ import annotations
 
 import sys
 
-from perftune.decide import calibration, compare
+from perftune.decide import calibration, compare, quick
 from perftune import fsio
 from perftune.argv import add_json_flag, parser_from_doc
 from perftune.errors import run_cli
@@ -64,7 +65,7 @@ def main(argv=None) -> int:
               f"effective band {out['effective_band']:.4f} frozen in docs/perf/calibration.json", end="\n" * (not args.json))
         return 0
     if args.command == "quick":
-        result, path = compare.load_quick_compare(args.op_dir, args.baseline, args.quick, args.cases)
+        result, path = quick.load_quick_compare(args.op_dir, args.baseline, args.quick, args.cases)
         fsio.write_json(path, result)
         rows = [f"{r['case']}: speedup {fmt(r['speedup'], '.4f')} {fmt_ci(r['speedup_ci'])} {r['verdict']}"
                 for r in result["per_case"]]
@@ -79,7 +80,8 @@ def main(argv=None) -> int:
         for r in perf["per_case"]:
             print(f"{r['case']}: speedup {fmt(r['speedup'], '.4f')} {fmt_ci(r['speedup_ci'])} {r['verdict']}")
         suite = perf["suite"]
-        print(f"suite {suite['metric']} {fmt(suite['score'], '.4f')} {fmt_ci(suite['ci'])}; "
+        print(f"suite {suite['metric']} {fmt(suite['score'], '.4f')} {fmt_ci(suite['ci'])} {suite['verdict']} "
+              f"({suite['verdict_reason']}); "
               f"item acceptance: {perf['item_acceptance']['status']}; "
               f"target ({perf['effective_target']['source']}): {perf['effective_target']['status']}; "
               f"wrote {paths['json']}")

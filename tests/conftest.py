@@ -58,6 +58,23 @@ def freeze_example(op: Path, *extra: str, repeats: int = 5, warmup: int = 1) -> 
     return json.loads((op / "PERFORMANCE_CASES.json").read_text())
 
 
+def calibrate_on(op: Path, baseline: str = "round_001") -> dict:
+    """``compare_perf.py calibrate --rounds BASELINE`` as if run right after that round (calibrate refuses
+    later rounds and quick results, so they are moved aside meanwhile): an independent compare of planted
+    known-truth rounds is then calibrated on the planted baseline, so it may give sized verdicts."""
+    perf, aside = op / "docs/perf", op.parent / f"{op.name}_aside"
+    aside.mkdir()
+    moved = [p for p in perf.iterdir() if p.name == "quick" or (p.name.startswith("round_") and p.name != baseline)]
+    for path in moved:
+        path.rename(aside / path.name)
+    proc = run_script("compare_perf.py", "calibrate", "--op-dir", op, "--rounds", baseline, "--json")
+    for path in moved:
+        (aside / path.name).rename(path)
+    aside.rmdir()
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
 def _shared_root(tmp_path_factory) -> Path:
     """The temp folder all pytest-xdist workers of this session share (the basetemp without xdist)."""
     base = tmp_path_factory.getbasetemp()

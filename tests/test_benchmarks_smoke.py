@@ -53,6 +53,21 @@ def test_rules_on_fixed_samples():
     assert simulate.ours(base[:3], base[:3] / 1.10) == "same"      # 3 < min_repeats: insufficient
 
 
+def test_confirm_rule_reaches_an_end_with_power_and_no_false_consistent():
+    """A small seeded simulation of select_best.py confirm (simulate.confirm_end): the truth unchanged
+    reaches `consistent` at the demo's 5 % band; a ranked 30 % gain gone in the confirm rounds never does;
+    at the 1 % band with 10 repeats `consistent` is (honestly) out of reach, but an end is always stated."""
+    ends = {"consistent", "final_unresolved", "final_inconsistent", "refuted"}
+    same = simulate.confirm_end(0.10, 0.10, 0.02, 10, 0.05, 20, resamples=1000)
+    gone = simulate.confirm_end(0.30, 0.0, 0.02, 10, 0.05, 20, resamples=1000)
+    tight = simulate.confirm_end(0.10, 0.10, 0.02, 10, 0.01, 20, resamples=1000)
+    assert same["consistent"] >= 0.8 and gone["consistent"] == 0.0 and tight["consistent"] <= 0.2
+    for row in (same, gone, tight):
+        assert set(row["ends"]) <= ends and 1.0 <= row["mean_attempts"] <= 2.0
+        assert abs(sum(row["ends"].values()) - 1.0) < 1e-9
+    assert simulate.confirm_end(0.10, 0.10, 0.02, 10, 0.05, 20, resamples=1000) == same   # seeded
+
+
 def test_samples_are_seeded_and_shared():
     setting = simulate.Setting(5, 0.02, 0.05)
     a, b = simulate.samples(setting, 4), simulate.samples(setting, 4)
@@ -70,14 +85,21 @@ def smoke(tmp_path_factory):
 
 def test_run_all_smoke_writes_every_result(smoke):
     out, timings = smoke
-    assert {"scale_s", "decisions_s", "cpu_backend_s", "total_s", "pyperf_version"} <= set(timings)
-    for name in ("scale", "decisions", "cpu_backend"):
+    assert {"scale_s", "decisions_s", "cpu_backend_s", "aa_s", "total_s", "pyperf_version"} <= set(timings)
+    for name in ("scale", "decisions", "cpu_backend", "aa"):
         assert json.loads((out / f"{name}.json").read_text())["smoke"] is True
     for png in ("scale_time_vs_files", "scale_time_vs_floor", "decisions_false_positive", "decisions_power",
                 "cpu_backend_vs_timeit"):
         assert (out / f"{png}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     summary = (out / "SUMMARY.md").read_text()
     assert "## 1. Scale" in summary and "## 2. Decision quality" in summary and "## 3. cpu backend" in summary
+    assert "## 4. Real cpu A/A under load" in summary and "### Confirm rule" in summary
+    aa = json.loads((out / "aa.json").read_text())
+    assert [r["mode"] for r in aa["rows"]] == ["independent, before the rule", "independent, not calibrated",
+                                               "independent, calibrated", "paired"]
+    uncalibrated = aa["rows"][1]   # the rule, not the machine, decides this row: no sized verdict at all
+    assert uncalibrated["false_directional"] == uncalibrated["suite_directional"] == uncalibrated["false_accept"] == 0
+    assert aa["burners"] >= 1 and len(aa["rounds"]) == 2 * aa["comparisons"] and aa["load_before"]
 
 
 def test_smoke_results_are_complete(smoke):

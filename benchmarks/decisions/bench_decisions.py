@@ -11,9 +11,14 @@ pyperf must be importable (``run_all.py`` installs it). Settings run in parallel
 Between-process grid (#23): 10 repeats, noise 2 %, process noise 5 %, 1 process (all repeats in
 one process: what a cpu round did) and 5 processes × 2 repeats (two-level CI), effects 0/10/30 %;
 reported as ``process_level`` with the A/A false-verdict and power of every rule.
+Confirm rule (#27): ``select_best.py confirm``'s paired equivalence and stated end
+(``simulate.confirm_end``: up to 1 + max_remeasurements attempts) at 10 repeats, 2 % noise, 2 target
+cases, δ 1 % and 5 %: the share of ``consistent`` when the confirm round's truth equals the ranking's
+(effects 0–30 %: power) and when the ranked effect (5–30 %) is gone in the confirm rounds (a false
+``consistent``); reported as ``confirm``.
 
 usage:
-  python benchmarks/decisions/bench_decisions.py [--out DIR] [--sims N] [--jobs N] [--smoke]
+  python benchmarks/decisions/bench_decisions.py [--out DIR] [--sims N] [--jobs N] [--smoke | --confirm-only]
 """
 
 from __future__ import annotations
@@ -60,6 +65,13 @@ def cli_agreement(pairs: int = 6) -> dict:
 
 
 PROCESS_GRID = [Setting(10, 0.02, e, 0.05, p) for p in (1, 5) for e in (0.0, 0.10, 0.30)]
+CONFIRM_GRID = [(e, e, d) for d in (0.01, 0.05) for e in (0.0, 0.02, 0.05, 0.10, 0.30)] + \
+    [(e, 0.0, d) for d in (0.01, 0.05) for e in (0.05, 0.10, 0.30)]
+
+
+def _confirm(args: tuple[float, float, float, int]) -> dict:
+    ranking, confirm, delta, sims = args
+    return simulate.confirm_end(ranking, confirm, 0.02, 10, delta, sims)
 
 
 def process_summary(results: list[dict]) -> list[dict]:
@@ -84,13 +96,30 @@ def summary(results: list[dict]) -> dict:
     return out
 
 
+def confirm_only(args) -> int:
+    path = args.out / "decisions.json"
+    result = json.loads(path.read_text())
+    with Pool(args.jobs) as pool:
+        rows = pool.map(_confirm, [(*g, args.sims) for g in CONFIRM_GRID], chunksize=1)
+    result["confirm"] = {"noise": 0.02, "repeats": 10, "cases": len(simulate.CONFIRM_CASES), "results": rows}
+    path.write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
+    for row in rows:
+        print(f"confirm δ {row['delta']:.0%} ranked +{row['ranking_effect']:.0%} confirmed +{row['confirm_effect']:.0%}: "
+              f"consistent {row['consistent']:.1%} ({row['ends']})")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=HERE.parent / "results", help="results folder")
     parser.add_argument("--sims", type=int, default=200, help="simulations per setting (A/A: 2x)")
     parser.add_argument("--jobs", type=int, default=2, help="parallel worker processes")
     parser.add_argument("--smoke", action="store_true", help="tiny grid (CI smoke run)")
+    parser.add_argument("--confirm-only", action="store_true",
+                        help="run only the confirm grid and replace the `confirm` key of an existing decisions.json")
     args = parser.parse_args()
+    if args.confirm_only:
+        return confirm_only(args)
     repeats, noises, effects = ((5, 10), (0.02,), (0.0, 0.05)) if args.smoke else (REPEATS, NOISES, EFFECTS)
     sims = 10 if args.smoke else args.sims
     grid = [(Setting(n, s, e), sims * (2 if e == 0.0 else 1)) for n in repeats for s in noises for e in effects]
@@ -98,13 +127,16 @@ def main() -> int:
     with Pool(args.jobs) as pool:
         results = pool.map(_run, grid, chunksize=1)
         process_results = pool.map(_run, process_grid, chunksize=1)
+        confirm_grid = CONFIRM_GRID[::4] if args.smoke else CONFIRM_GRID
+        confirm_results = pool.map(_confirm, [(*g, sims) for g in confirm_grid], chunksize=1)
     result = {"benchmark": "decisions", "smoke": args.smoke, "outlier_probability": simulate.OUTLIER_P,
               "outlier_multiplier": list(simulate.OUTLIER_RANGE), "decision": vars(simulate.DECISION),
               "aggregation": simulate.AGGREGATION, "upstream_band": simulate.UPSTREAM_BAND,
               "targets": {"aa_false_positive_max": FP_TARGET, "power_min": POWER_TARGET,
                           "power_setting": vars(POWER_AT)},
               "results": results, "summary": summary(results),
-              "process_level": {"results": process_results, "summary": process_summary(process_results)}, "pyperf_cli_check": cli_agreement(3 if args.smoke else 6)}
+              "process_level": {"results": process_results, "summary": process_summary(process_results)},
+              "confirm": {"noise": 0.02, "repeats": 10, "cases": len(simulate.CONFIRM_CASES), "results": confirm_results}, "pyperf_cli_check": cli_agreement(3 if args.smoke else 6)}
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "decisions.json").write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
     from figures import decision_figures
@@ -115,6 +147,9 @@ def main() -> int:
     for row in result["process_level"]["summary"]:
         print(f"process-level P={row['processes']} effect {row['effect']:.0%}: "
               + ", ".join(f"{rule} {row[rule]:.1%}" for rule in simulate.RULES))
+    for row in confirm_results:
+        print(f"confirm δ {row['delta']:.0%} ranked +{row['ranking_effect']:.0%} confirmed +{row['confirm_effect']:.0%}: "
+              f"consistent {row['consistent']:.1%} ({row['ends']})")
     return 0
 
 

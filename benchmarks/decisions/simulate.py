@@ -115,3 +115,53 @@ def rates(setting: Setting, sims: int) -> dict:
         out[name]["any"] = out[name]["faster"] + out[name]["slower"]
     return {"repeats": setting.repeats, "noise": setting.noise, "effect": setting.effect, "sims": sims,
             "process_noise": setting.process_noise, "processes": setting.processes, "rates": out}
+
+
+# --- the confirm rule (select_best.py confirm, #27 item 1) -----------------------------------------
+
+CONFIRM_CASES = ("a", "b")
+
+
+def _confirm_manifest(delta: float, repeats: int, resamples: int):
+    from perftune.contract import manifest
+    proto = make_protocol(backend="cpu", device_id=0, warmup=1, repeats=repeats, op_name="k",
+                          decision={"noise_band": delta, "resamples": resamples})
+    cases = tuple(manifest.Case(c, "[1]", "float32") for c in CONFIRM_CASES)
+    return manifest.Manifest(2, cases, CONFIRM_CASES, "user_selected", proto)
+
+
+def _paired_round(rng, effect: float, noise: float, repeats: int) -> dict:
+    """One paired round: per case (partner arm, chosen arm), the chosen code truly ``1 + effect`` faster;
+    a round-wide load factor multiplies both arms alike (drift, cancelled inside each pair)."""
+    load = rng.lognormal(0.0, 0.10)
+    return {c: ((BASE_US * load * rng.lognormal(0.0, noise, repeats)).tolist(),
+                (BASE_US * load / (1.0 + effect) * rng.lognormal(0.0, noise, repeats)).tolist())
+            for c in CONFIRM_CASES}
+
+
+def confirm_end(ranking_effect: float, confirm_effect: float, noise: float, repeats: int, delta: float,
+                sims: int, max_remeasurements: int = 1, resamples: int = 2000, seed: int = protocol.SEED) -> dict:
+    """Share of each end verdict of the confirm rule (``selection.confirm_paired`` per attempt, the stated end
+    of ``candidates`` after at most ``1 + max_remeasurements`` attempts): the chosen version was ranked on a
+    paired round whose truth is ``ranking_effect``; every confirm round's truth is ``confirm_effect``
+    (equal: the ranking holds, ``consistent`` is right; different: a ``consistent`` is false)."""
+    from perftune.decide import candidates, selection
+    man = _confirm_manifest(delta, repeats, resamples)
+    rng = np.random.default_rng([seed, 5, round(ranking_effect * 1e4), round(confirm_effect * 1e4),
+                                 round(noise * 1e4), repeats, round(delta * 1e4)])
+    ends: dict[str, int] = {}
+    attempts = 0
+    limit = 1 + max_remeasurements
+    for _ in range(sims):
+        ranking = _paired_round(rng, ranking_effect, noise, repeats)
+        for number in range(1, limit + 1):
+            attempts += 1
+            result = selection.confirm_paired(ranking, _paired_round(rng, confirm_effect, noise, repeats), man)
+            verdict = candidates._verdict({**result, "partner": "v000"}, number, limit)["verdict"]
+            if verdict != "remeasure":
+                break
+        ends[verdict] = ends.get(verdict, 0) + 1
+    return {"ranking_effect": ranking_effect, "confirm_effect": confirm_effect, "noise": noise, "repeats": repeats,
+            "delta": delta, "sims": sims, "max_remeasurements": max_remeasurements,
+            "mean_attempts": attempts / sims, "ends": {k: v / sims for k, v in sorted(ends.items())},
+            "consistent": ends.get("consistent", 0) / sims}

@@ -56,7 +56,9 @@ CAND = {"c1": [50.0, 50.5, 51.0, 51.5, 52.0], "c2": [200.0, 202.0, 204.0, 206.0,
         "c3": [10.0, 10.0, 10.0, 10.0, 10.0]}
 
 
-def build(man=None, golden=None, base=BASE, cand=CAND, round_noise=None, **kw):
+def build(man=None, golden=None, base=BASE, cand=CAND, round_noise=0.0, **kw):
+    """Independent rounds, calibrated with zero measured noise by default (the verdict arithmetic);
+    ``round_noise=None``: not calibrated (no sized verdict, see the test below)."""
     man = man or make_manifest()
     b, c = make_round("base", base), kw.pop("candidate", None) or make_round("cand", cand)
     compare.check_rounds(man, SHA, b, c)
@@ -79,6 +81,21 @@ def test_per_case_numbers_verdicts_and_exit_code():
     assert perf["suite"]["mean_case_speedup"] == 1.25 and perf["suite"]["geomean_speedup"] == 1.0
     assert (perf["n_cases_total"], perf["n_cases_valid"]) == (3, 3)
     assert perf["baseline_collection_id"] == "base" and perf["final_collection_id"] == "cand"
+
+
+def test_independent_compare_without_calibration_claims_no_size():
+    """The same rounds as above, not calibrated: every sized verdict (faster 2.0, slower 0.5,
+    equivalent 1.0) becomes inconclusive, the suite too, so nothing is accepted and exit is 0."""
+    perf = build(round_noise=None)
+    assert [(r["verdict"], r["reason_code"]) for r in perf["per_case"]] == [
+        ("inconclusive", "independent_not_calibrated")] * 3
+    assert [r["speedup"] for r in perf["per_case"]] == [2.0, 0.5, 1.0]   # the numbers are still shown
+    assert (perf["suite"]["verdict"], perf["suite"]["verdict_reason"]) == ("inconclusive", "independent_not_calibrated")
+    assert perf["item_acceptance"]["status"] == "rejected" and perf["item_acceptance"]["reason_code"] == "no_stable_gain"
+    assert perf["slower_target_cases"] == [] and compare.exit_code(perf) == 0
+    calibrated = build()
+    assert (calibrated["suite"]["verdict_reason"], calibrated["per_case"][0]["verdict"]) != (
+        "independent_not_calibrated", "inconclusive")
 
 
 def test_non_target_slower_case_does_not_fail_the_compare():

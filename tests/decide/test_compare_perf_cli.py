@@ -1,6 +1,6 @@
 """compare_perf.py end to end: real rounds of the example operator collected by collect_perf.py.
 
-The rounds are collected once per module (cpu backend, 5 repeats); tests that need a known truth
+The rounds are collected once per module (cpu backend, 6 repeats: enough to calibrate on one round); tests that need a known truth
 rewrite the raw ``samples.csv`` of a copy, which is exactly what compare recomputes from.
 """
 
@@ -11,7 +11,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import assert_one_line_error, freeze_example, run_script, tree_digest
+from conftest import assert_one_line_error, calibrate_on, freeze_example, run_script, tree_digest
 
 from perftune.measure import evidence
 from perftune.contract import schemas
@@ -28,7 +28,7 @@ def collected(tmp_path_factory) -> Path:
     op = tmp_path_factory.mktemp("compare") / "softmax"
     shutil.copytree(Path(__file__).resolve().parents[2] / "examples" / "softmax", op,
                     ignore=shutil.ignore_patterns("__pycache__", "docs", "variants"))
-    freeze_example(op, repeats=5, warmup=1)
+    freeze_example(op, repeats=6, warmup=1)
     proc = run_script("collect_golden_reference.py", op / "softmax_golden.py", "--case-manifest",
                       op / "PERFORMANCE_CASES.json", "--output-dir", op, *GOLDEN_ARGS)
     assert proc.returncode == 0, proc.stderr
@@ -89,17 +89,21 @@ def test_formal_compare_recomputes_from_raw_samples(op):
 
 
 def test_known_truth_exact_numbers_and_exit_1_on_slower_target(op):
-    set_samples(op, "round_001", "r64_c4096_fp32", [100, 101, 102, 103, 104])
-    set_samples(op, "round_002", "r64_c4096_fp32", [50, 50.5, 51, 51.5, 52])
-    set_samples(op, "round_001", "r64_c4096_fp16", [100, 101, 102, 103, 104])
-    set_samples(op, "round_002", "r64_c4096_fp16", [200, 202, 204, 206, 208])
+    set_samples(op, "round_001", "r64_c4096_fp32", [100, 101, 102, 103, 104, 105])
+    set_samples(op, "round_002", "r64_c4096_fp32", [50, 50.5, 51, 51.5, 52, 52.5])
+    set_samples(op, "round_001", "r64_c4096_fp16", [100, 101, 102, 103, 104, 105])
+    set_samples(op, "round_002", "r64_c4096_fp16", [200, 202, 204, 206, 208, 210])
+    proc = compare(op)
+    assert proc.returncode == 0, proc.stderr   # not calibrated: no sized verdict, nothing is slower
+    assert {r["verdict"] for r in json.loads((op / "performance.json").read_text())["per_case"]} == {"inconclusive"}
+    calibrate_on(op)
     proc = compare(op)
     assert proc.returncode == 1, proc.stderr
     perf = json.loads((op / "performance.json").read_text())
     rows = {r["case"]: r for r in perf["per_case"]}
     assert (rows["r64_c4096_fp32"]["speedup"], rows["r64_c4096_fp32"]["verdict"]) == (2.0, "faster")
     assert (rows["r64_c4096_fp16"]["speedup"], rows["r64_c4096_fp16"]["verdict"]) == (0.5, "slower")
-    assert rows["r64_c4096_fp32"]["golden_reference_ratio"] == rows["r64_c4096_fp32"]["golden_per_iteration_us"] / 51.0
+    assert rows["r64_c4096_fp32"]["golden_reference_ratio"] == rows["r64_c4096_fp32"]["golden_per_iteration_us"] / 51.25
     assert perf["slower_target_cases"] == ["r64_c4096_fp16"]
     assert perf["suite"]["mean_case_speedup"] == 1.25
     assert perf["user_target"]["status"] == "not_met"
@@ -114,7 +118,7 @@ def test_rerun_is_byte_identical_and_ignores_tampered_performance_json(op):
     assert [(op / name).read_bytes() for name in names] == first
     perf = json.loads(first[0])
     perf["per_case"][0]["speedup"] = 99.0
-    perf["per_case"][0]["samples"]["final"] = [1.0] * 5
+    perf["per_case"][0]["samples"]["final"] = [1.0] * 6
     perf["suite"]["mean_case_speedup"] = 99.0
     (op / "performance.json").write_text(json.dumps(perf))
     compare(op)

@@ -1,6 +1,6 @@
 """The ledger cannot lie (#27 Deliver 1): `accepted` needs the frozen rule's accept; P7 recomputes every decision.
 
-Two real formal rounds of the example (cpu, 5 repeats), whose raw samples are then rewritten to a
+Two real formal rounds of the example (cpu, 6 repeats), whose raw samples are then rewritten to a
 known truth: one target case faster, the other slower, the suite CI above 1 — the conflict where the
 old SKILL text said "accepted, slower case disclosed, no veto" and the frozen rule
 ``suite_ci_low_above_one_no_slower_target`` says ``rejected/slower``.
@@ -13,13 +13,13 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import assert_one_line_error, freeze_example, run_script
+from conftest import assert_one_line_error, calibrate_on, freeze_example, run_script
 
 from perftune.decide import item_decision
 from test_compare_perf_cli import set_samples
 
 FAST, SLOW = "r64_c4096_fp16", "r64_c4096_fp32"
-NOISE = [0.0, 1.0, -1.0, 0.5, -0.5]
+NOISE = [0.0, 1.0, -1.0, 0.5, -0.5, 0.25]
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +27,7 @@ def collected(tmp_path_factory) -> Path:
     op = tmp_path_factory.mktemp("decision") / "softmax"
     shutil.copytree(Path(__file__).resolve().parents[2] / "examples" / "softmax", op,
                     ignore=shutil.ignore_patterns("__pycache__", "docs", "variants"))
-    freeze_example(op, repeats=5, warmup=1)
+    freeze_example(op, repeats=6, warmup=1)
     for _ in range(2):
         proc = run_script("collect_perf.py", "formal", "--op-dir", op)
         assert proc.returncode == 0, proc.stderr
@@ -44,6 +44,7 @@ def truth(op: Path, fast: float, slow: float) -> None:
         set_samples(op, "round_001", case, [100 + n for n in NOISE])
         value = {FAST: fast, SLOW: slow}.get(case, 100.0)
         set_samples(op, "round_002", case, [value + n * value / 100 for n in NOISE])
+    calibrate_on(op)   # independent rounds: sized verdicts need a calibration (docs/statistics.md)
 
 
 @pytest.fixture

@@ -36,7 +36,7 @@ AGREED: dict[str, dict[str | None, set[str]]] = {
     "collect_golden_reference.py": {None: {"--function", "--factory", "--case-manifest", "--output-dir",
                                            "--device", "--warmup", "--repeats", "--seed", "--backend", "--json"}},
     "collect_perf.py": {"preflight": {"--op-dir", "--json"}, "list-op-names": {"--op-dir", "--case-id", "--backend", "--device", "--json"},
-                        "formal": {"--op-dir", "--retry", "--paired-with", "--json"}, "quick": {"--op-dir", "--json"}},
+                        "formal": {"--op-dir", "--retry", "--paired-with", "--json"}, "quick": {"--op-dir", "--paired-with", "--json"}},
     "compare_perf.py": {"formal": {"--op-dir", "--baseline", "--candidate", "--json"},
                         "quick": {"--op-dir", "--baseline", "--quick", "--json"}},
     "check_correctness.py": {None: {"--op-dir", "--json"}},

@@ -13,7 +13,8 @@ with documented defaults (docs/statistics.md, "Frozen decision rules"), fixed be
   ``suite_ci_low_above_one_no_slower_target`` — ``accepted`` when the suite CI lies entirely above 1
   and no target case is ``slower`` (the final compare gate would pass); ``rejected/slower`` when a
   target case is slower or the suite CI lies entirely below 1; else ``rejected/no_stable_gain``.
-  ``relative_band`` (no CI): the suite point outside the band [1/(1+δ), 1+δ] stands for the CI.
+  ``relative_band`` (no CI): the suite point outside the band [1/(1+δ), 1+δ] stands for the CI;
+  an independent compare without calibration (suite ``independent_not_calibrated``) has no CI to use.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .calibration import UNCALIBRATED
 from .stats import SuiteResult, band
 
 
@@ -48,6 +50,8 @@ def accept(per_case: Sequence[Mapping[str, Any]], suite: Mapping[str, Any], rule
     slower = [r["case"] for r in targets if r["verdict"] == "slower"]
     ci = suite.get("ci") or [None, None]
     point = suite.get("score")
+    if suite.get("verdict_reason") == UNCALIBRATED:   # independent, not calibrated: no size claimed
+        ci, point = [None, None], None
     if ci[0] is None and point is not None and delta is not None and suite.get("method") == "relative_band":
         low, high = band(delta)
         ci = [point, point] if point >= high or point <= low else [None, None]

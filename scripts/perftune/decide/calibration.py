@@ -13,6 +13,10 @@ mismatch. Rules (docs/statistics.md, "Noise calibration"):
 - a case's noise = ``max(hi, 1/lo) − 1`` (the CI's reach away from 1); the measured noise is the
   largest over the target cases; δ_eff = max(frozen noise_band, measured), rounded up to 1e-4.
 - an independent comparison's suite CIs are widened by the measured noise (:func:`widen`).
+- no calibration: an independent comparison's between-round noise is unmeasured, so none of its
+  verdicts may claim a size (:func:`no_direction`, :func:`suite_verdict`; statistics.md
+  "Independent rounds without calibration"): per case and suite ``inconclusive``
+  (``independent_not_calibrated``), no acceptance, no promotion. Paired rounds are exempt.
 """
 
 from __future__ import annotations
@@ -62,6 +66,36 @@ def measure(rounds: list[dict[str, list[float]]], manifest: Manifest,
     effective = max(dec.noise_band, math.ceil(measured * 1e4) / 1e4)
     return {"kind": "two_rounds" if len(rounds) == 2 else "halves_of_one_round", "per_case_noise": per_case,
             "measured_noise": measured, "frozen_noise_band": dec.noise_band, "effective_band": effective}
+
+
+UNCALIBRATED = "independent_not_calibrated"   # reason code of the rule below
+SIZED = ("faster", "slower", "equivalent")      # verdicts that claim the effect's size
+
+
+def directional(paired: bool, calibrated: bool) -> bool:
+    """Whether a comparison may claim a size: paired (drift cancels in each pair) or calibrated."""
+    return paired or calibrated
+
+
+def no_direction(result: stats.SpeedupResult, paired: bool, calibrated: bool) -> stats.SpeedupResult:
+    """The per-case verdict of an independent comparison without calibration: ``inconclusive``
+    instead of any verdict that claims a size (its between-round noise was never measured; the
+    within-round CI misses drift between rounds: 22 % false A/A verdicts on a loaded host, #27)."""
+    if directional(paired, calibrated) or result.verdict not in SIZED:
+        return result
+    return dataclasses.replace(result, verdict="inconclusive", reason_code=UNCALIBRATED)
+
+
+def suite_verdict(ci: list[float] | None, paired: bool, calibrated: bool) -> tuple[str, str]:
+    """(verdict, reason) of a suite CI: ``faster`` entirely above 1, ``slower`` entirely below 1, else
+    ``inconclusive``; always ``inconclusive`` for an independent comparison without calibration."""
+    if not directional(paired, calibrated):
+        return "inconclusive", UNCALIBRATED
+    if ci is None or ci[0] is None:
+        return "inconclusive", "no_ci"
+    if ci[0] > 1.0:
+        return "faster", "ci_above_one"
+    return ("slower", "ci_below_one") if ci[1] < 1.0 else ("inconclusive", "ci_contains_one")
 
 
 def widen(ci: list[float] | None, noise: float | None) -> list[float] | None:

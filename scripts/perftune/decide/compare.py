@@ -26,9 +26,9 @@ Decisions where DESIGN is silent (see also docs/statistics.md):
   ``decision.multiplicity`` is ``bonferroni``); non-target cases at the frozen level.
 - ``item_acceptance``: the frozen ``protocol.acceptance`` rule applied to this compare
   (:mod:`perftune.decide.acceptance`), so the item decision is never made by eye.
-- Quick comparisons (:func:`build_quick`) reuse the statistics but are marked
-  ``never_ranks: true`` and carry the quick→formal promotion decision of the frozen
-  ``protocol.promotion`` rule over the item's case scope (``--cases``, default every target case).
+- An independent comparison without a calibration claims no size (``calibration.no_direction``):
+  per case and suite ``inconclusive`` / ``independent_not_calibrated``, hence no acceptance.
+- Quick comparisons: :mod:`perftune.decide.quick` (the same statistics, ``never_ranks: true``).
 """
 
 from __future__ import annotations
@@ -217,8 +217,9 @@ def build_performance(*, task: str, manifest: Manifest, manifest_record: Mapping
                       round_paths: tuple[str, str] | None = None,
                       round_noise: float | None = None) -> dict[str, Any]:
     """The ``performance.json`` dict of a formal compare (call :func:`check_rounds` first).
-    ``round_noise``: the calibrated between-round noise; it widens the suite CIs of an independent
-    comparison (:func:`calibration.widen`), never of a paired one."""
+    ``round_noise``: the calibrated between-round noise (None: not calibrated); it widens the suite CIs
+    of an independent comparison (:func:`calibration.widen`), never of a paired one; an independent
+    comparison without it gives no sized verdict (:func:`calibration.no_direction`)."""
     col = candidate.collection
     decision, aggregation = _decision(manifest, col)
     paired = "paired" in col
@@ -227,9 +228,10 @@ def build_performance(*, task: str, manifest: Manifest, manifest_record: Mapping
     per_case = []
     for case in manifest.cases:
         b, c, groups_b, groups_c = pairs[case.id]
-        result = stats.compare_samples(b, c, decision, paired=paired, aggregation=aggregation,
-                                       family_size=len(targets) if case.id in targets else 1,
-                                       groups_b=groups_b, groups_c=groups_c)
+        result = calibration.no_direction(stats.compare_samples(
+            b, c, decision, paired=paired, aggregation=aggregation,
+            family_size=len(targets) if case.id in targets else 1, groups_b=groups_b, groups_c=groups_c),
+            paired, round_noise is not None)
         golden = None if golden_us is None else golden_us.get(case.id)
         per_case.append(case_entry(case, result, b, c, golden, aggregation, case.id in targets,
                                    bound_route(getattr(candidate.cases[case.id], "repeats", ()))))
@@ -239,6 +241,8 @@ def build_performance(*, task: str, manifest: Manifest, manifest_record: Mapping
     slower = [row["case"] for row in per_case if row["target"] and row["verdict"] == "slower"]
     drift = None if paired or not round_noise else round_noise
     widen = lambda ci: calibration.widen(ci, drift)  # noqa: E731
+    suite_ci = widen([suite.ci_low, suite.ci_high] if suite.ci_low is not None else None)
+    verdict, why = calibration.suite_verdict(suite_ci, paired, round_noise is not None)
     perf = {
         "schema_version": SCHEMA_VERSION, "mode": "compare", "task": task,
         "n_cases_total": len(per_case),
@@ -255,7 +259,7 @@ def build_performance(*, task: str, manifest: Manifest, manifest_record: Mapping
         "golden_source": dict(golden_record) if golden_record else None,
         "per_case": per_case,
         "suite": {"mean_case_speedup": suite.mean_case_speedup, "geomean_speedup": suite.geomean_speedup,
-                  "ci": widen([suite.ci_low, suite.ci_high] if suite.ci_low is not None else None),
+                  "ci": suite_ci, "verdict": verdict, "verdict_reason": why,
                   "confidence": decision.confidence, "n_cases": suite.n_cases,
                   "method": suite.method, "reason_code": suite.reason_code, "metric": metric,
                   "score": suite.score, "mean_ci": widen(_ci(suite.mean_ci)),
@@ -278,75 +282,7 @@ def exit_code(performance: Mapping[str, Any]) -> int:
     return 1 if performance["slower_target_cases"] else 0
 
 
-def check_quick(manifest: Manifest, manifest_sha256: str, baseline: Any, quick: Mapping[str, Any],
-                source: str = "compare_perf.py") -> None:
-    """A quick result must be complete, quick, against the same manifest and protocol as the baseline."""
-    b = baseline.collection
-    if quick.get("mode") != "quick" or quick.get("status") != "complete":
-        raise ContractError(source, "--quick", f"{quick.get('collection_id')} is mode={quick.get('mode')} "
-                            f"status={quick.get('status')}", "give a complete quick result")
-    if quick["performance_cases"]["sha256"] != manifest_sha256 or b["performance_cases"]["sha256"] != manifest_sha256:
-        raise ContractError(source, "performance_cases", "quick result or baseline was collected against a "
-                            "different PERFORMANCE_CASES.json", "the manifest is frozen; re-collect")
-    if b.get("mode") != "compare" or b.get("status") != "complete":
-        raise ContractError(source, "--baseline", f"{b['collection_id']} is not a complete formal round",
-                            "give the formal baseline round")
-    for key in ("backend", "device_id", "seed", "warmup", "target_op_name"):
-        if b.get(key) != quick.get(key):
-            raise ContractError(source, f"protocol.{key}", f"baseline has {b.get(key)!r}, quick has "
-                                f"{quick.get(key)!r}", "quick runs use the frozen protocol")
-
-
-def build_quick(*, task: str, manifest: Manifest, baseline: Any, quick: Mapping[str, Any],
-                quick_samples: Mapping[str, list[float]], scope: list[str] | None = None) -> dict[str, Any]:
-    """Quick screen vs the formal baseline: informational, ``never_ranks: true``, with promotion.
-
-    ``scope`` = the item's cases (a subset of the target cases); promotion looks only at them.
-    """
-    decision, aggregation = _decision(manifest, baseline.collection)
-    targets = [cid for cid in manifest.case_ids if cid in set(manifest.target_case_ids or manifest.case_ids)]
-    rule = manifest.protocol.rule("promotion") if manifest.protocol else dict(protocol.DEFAULT_PROMOTION)
-    chosen = targets if not scope or rule["scope"] == "target_cases" else [c for c in targets if c in set(scope)]
-    outside = sorted(set(scope or ()) - set(targets))
-    if outside:
-        raise ContractError("compare_perf.py", "--cases", f"{outside} are not target cases",
-                            f"name target cases only: {targets}")
-    missing = sorted(set(chosen) - set(quick_samples))
-    if missing:
-        raise ContractError("compare_perf.py", "--quick", f"quick result lacks cases {missing}",
-                            "run quick on every case of the item's scope")
-    rows, pairs = [], {}
-    for case_id in chosen:
-        b, q = list(baseline.cases[case_id].samples_us), list(quick_samples[case_id])
-        groups = getattr(baseline.cases[case_id], "processes", None)
-        pairs[case_id] = (b, q, groups, None)
-        result = stats.compare_samples(b, q, decision, aggregation=aggregation, family_size=len(chosen),
-                                       groups_b=groups)
-        rows.append({"case": case_id, "baseline_us": stats.aggregate(b, aggregation),
-                     "quick_us": stats.aggregate(q, aggregation), "speedup": result.point,
-                     "speedup_ci": [result.ci_low, result.ci_high] if result.ci_low is not None else None,
-                     "verdict": result.verdict, "reason_code": result.reason_code,
-                     "samples": {"baseline": b, "quick": q}})
-    metric = manifest.protocol.aggregate_metric if manifest.protocol else protocol.AGGREGATE_METRIC
-    suite = stats.suite_score(pairs, chosen, decision, aggregation=aggregation, metric=metric)
-    promote, text = acceptance.promote(suite, rule, decision.noise_band)
-    return {
-        "schema_version": SCHEMA_VERSION, "mode": "quick", "never_ranks": True, "task": task,
-        "baseline_collection_id": baseline.collection["collection_id"],
-        "quick_collection_id": quick["collection_id"], "per_case": rows,
-        "promotion": {"rule": rule["rule"], "rule_text": text, "threshold": float(rule["quick_min_speedup"]),
-                      "scope_case_ids": chosen, "metric": metric, "score": suite.score,
-                      "score_ci": [suite.ci_low, suite.ci_high] if suite.ci_low is not None else None,
-                      "mean_case_speedup": suite.mean_case_speedup,
-                      "slower_target_cases": [r["case"] for r in rows if r["verdict"] == "slower"],
-                      "promote": promote},
-    }
-
-
 # --- thin I/O edge -------------------------------------------------------------------------
-
-QUICK_COMPARE_NAME = "quick_compare.json"
-
 
 def _load_manifest(root: Path) -> tuple[Manifest, dict[str, Any]]:
     path = root / protocol.MANIFEST_NAME
@@ -385,53 +321,3 @@ def load_formal(op_dir: str | Path, baseline_ref: str, candidate_ref: str, *, ne
         k: calibrated[k] for k in ("kind", "rounds", "measured_noise", "frozen_noise_band", "effective_band")}
     schemas.validate(perf, "performance", protocol.PERFORMANCE_JSON)
     return perf
-
-
-def _find_quick(root: Path, ref: str) -> Path:
-    from ..measure import evidence
-    quick_root = evidence.perf_dir(root) / evidence.QUICK_DIR
-    if re.fullmatch(rf"{evidence.QUICK_PREFIX}\d+", ref):
-        return fsio.safe_join(quick_root, ref, field="--quick", source=quick_root)
-    for folder in sorted(quick_root.glob(f"{evidence.QUICK_PREFIX}*")) if quick_root.is_dir() else []:
-        try:
-            if fsio.read_json(folder / protocol.QUICK_NAME).get("collection_id") == ref:
-                return folder
-        except (ContractError, AttributeError):
-            continue
-    raise ContractError(quick_root, "--quick", f"no quick result {ref!r}", "give quick_NNN or its collection id")
-
-
-def _quick_samples(root: Path, quick: Mapping[str, Any], source: Path) -> dict[str, list[float]]:
-    """Quick samples recomputed from the raw repeat files (never from quick_performance.json)."""
-    from ..measure.backends import get_backend, repeat_dir_name
-    backend, out = get_backend(quick["backend"]), {}
-    for row in quick["cases"]:
-        raw = fsio.safe_join(root, row["raw_dir"], field="cases[].raw_dir", source=source)
-        values = []
-        for index in range(1, quick["repeats"] + 1):
-            folder = raw / repeat_dir_name(index)
-            if not folder.is_dir() or folder.is_symlink():
-                raise ContractError(folder, "-", "quick raw repeat folder is missing", "re-run the quick screen")
-            values.append(backend.read_quick_repeat(folder, quick["target_op_name"]))
-        out[row["case"]] = values
-    return out
-
-
-def load_quick_compare(op_dir: str | Path, baseline_ref: str, quick_ref: str,
-                       scope: list[str] | None = None) -> tuple[dict[str, Any], Path]:
-    """The quick-vs-baseline dict (``never_ranks: true``) and where it belongs (inside the quick dir)."""
-    from ..measure import evidence, evidence_format
-    root = Path(op_dir)
-    man, record = _load_manifest(root)
-    man, _ = calibration.apply(root, man)
-    base = evidence.load_round(root, baseline_ref)
-    folder = _find_quick(root, quick_ref)
-    path = folder / protocol.QUICK_NAME
-    quick = fsio.read_json(path, what="quick_performance.json")
-    evidence_format.format_version(path, quick, protocol.QUICK_NAME)
-    schemas.validate(quick, "quick_performance", path)
-    check_quick(man, record["sha256"], base, quick)
-    result = build_quick(task=root.resolve().name, manifest=man, baseline=base, quick=quick,
-                         quick_samples=_quick_samples(root, quick, path), scope=scope)
-    schemas.validate(result, "quick_compare", folder / QUICK_COMPARE_NAME)
-    return result, folder / QUICK_COMPARE_NAME

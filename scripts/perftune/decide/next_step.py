@@ -73,7 +73,8 @@ def gather(op_dir: str | Path) -> State:
         quick = _json(folder / protocol.QUICK_NAME) or {}
         if quick.get("status") == "complete":
             st.quicks.append({"name": folder.name, "id": quick["collection_id"], "sha": quick["executable_sha256"],
-                              "compare": _json(folder / "quick_compare.json")})
+                              "compare": _json(folder / "quick_compare.json"),
+                              "partner": (quick.get("paired") or {}).get("baseline_executable_sha256")})
     led = root / PERF / protocol.LEDGER_NAME
     st.ledger = ledger_mod.load_ledger(led) if led.is_file() else None
     st.register = (_json(root / PERF / protocol.CANDIDATES_NAME) or {}).get("candidates", [])
@@ -221,9 +222,9 @@ def explore(st: State) -> list[dict] | None:
     if not run["all_passed"]:
         return [step("close_item", "the edit fails a test", {**rejected, "REASON_CODE": "correctness_failed"},
                      {"NOTE": "which test failed"})]
-    quick = next((q for q in reversed(st.quicks) if q["sha"] == st.code_sha), None)
+    quick = next((q for q in reversed(st.quicks) if q["sha"] == st.code_sha and q["partner"] == b["sha"]), None)
     if quick is None:
-        return [step("quick", "no quick screen of the edited code")]
+        return [step("quick", f"no quick screen of the edited code paired with {b['version']}", common)]
     rejected["QUICK_ID"] = quick["id"]
     qc = quick["compare"]
     if qc is None or qc["baseline_collection_id"] != b["id"]:

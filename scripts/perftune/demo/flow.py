@@ -90,7 +90,7 @@ def experiment(d: Driver, op: opfolder.Operator, exp: demo_plan.Experiment, clos
         _close(d, closed, **common, STATUS="rejected", REASON_CODE="correctness_failed", NOTE="precision gate failed")
         d.apply(parent, op.test_file)
         return "rejected (correctness_failed)"
-    _, quick = d.run("quick", label=exp.version_id)
+    _, quick = d.run("quick", label=exp.version_id, **d.best_values())   # paired with the current best
     _, screen = d.run("quick_compare", QUICK_ID=quick["collection_id"], **d.best_values())
     promo, common["QUICK_ID"] = screen["promotion"], quick["collection_id"]
     mean = promo["mean_case_speedup"]

@@ -10,7 +10,8 @@ Paired rounds (``paired_with`` = a saved copy of the baseline sources) alternate
 first (repeat 1 baseline first, repeat 2 candidate first, ...): an ABBA-style interleave, so neither
 slow drift nor "always second" effects bias the speed-up. The order of each repeat is recorded.
 A backend that can hold both arms in one process (cpu: ``run_paired_case``) interleaves them there,
-call by call; otherwise every repeat is two fresh processes, one per arm.
+call by call; otherwise every repeat is two fresh processes, one per arm. A quick screen paired with
+the current best (``run_quick(paired_with=...)``) uses the same machinery.
 """
 
 from __future__ import annotations
@@ -201,7 +202,8 @@ def _paired_status(ctx: Context, case, attempt: Path, order: list[list[str]]) ->
             "repeat": index, "paired_order": arms})
 
 
-def _deterministic_case(ctx: Context, collection, case, attempt: Path, base_spec: RunSpec | None, rows: list):
+def _deterministic_case(ctx: Context, collection, case, attempt: Path, base_spec: RunSpec | None, rows: list,
+                        cited_root: Path | None = None):
     """A deterministic backend: each arm's question simulated once (``measure/sim_reuse.py``): reused from
     the round or quick screen that answered it, the candidate arm from a byte-identical baseline arm."""
     numbers = range(1, ctx.spec.repeats + 1)
@@ -213,7 +215,8 @@ def _deterministic_case(ctx: Context, collection, case, attempt: Path, base_spec
     dests = {arm: [attempt / repeat_dir_name(i) / arm for i in numbers] for arm in ("baseline", "candidate")}
     baseline = sim_reuse.measure_arm(ctx.backend, base_spec, case, dests["baseline"], collection, base_code,
                                      "baseline", rows)
-    twin = (dests["baseline"], [attempt.parent / repeat_dir_name(i) / "baseline" for i in numbers]) \
+    cited = attempt.parent if cited_root is None else cited_root   # a formal attempt is renamed into its case
+    twin = (dests["baseline"], [cited / repeat_dir_name(i) / "baseline" for i in numbers]) \
         if base_code == code else None
     candidate = sim_reuse.measure_arm(ctx.backend, ctx.spec, case, dests["candidate"], collection, code,
                                       "candidate", rows, same_round=twin)
@@ -250,6 +253,26 @@ def _collect_case(ctx: Context, case, case_dir: Path, retry: int, base_spec: Run
                       "see the attempt_NN folders; fix the runner and collect a new round")
 
 
+def pairing(ctx: Context, paired_with: Path | None) -> tuple[RunSpec | None, dict[str, Any] | None]:
+    """(the partner's run spec, the ``paired`` record) of ``--paired-with`` (formal and quick); (None, None)."""
+    if paired_with is None:
+        return None, None
+    version = Path(paired_with).resolve()
+    if not version.is_dir():
+        raise ContractError(paired_with, "--paired-with", "is not a directory", "pass a saved version folder")
+    base_files = evidence.source_files(version, ctx.manifest)
+    return dataclasses.replace(ctx.spec, runner=find_runner(version)), {
+        "baseline_version": fsio.display_path(version, ctx.op_dir), "order": "alternating_first_arm",
+        "baseline_executable_sha256": evidence.executable_sha256(version, base_files),
+        "baseline_source_files": [fsio.file_record(p, version) for p in base_files]}
+
+
+def _asked(ctx: Context, ident: dict[str, Any], base_spec: RunSpec | None, paired: dict | None) -> list[dict]:
+    """The selector preflight of every arm."""
+    return ([_preflight(ctx, "baseline", paired["baseline_executable_sha256"], ident, base_spec)] if paired else []) \
+        + [_preflight(ctx, "candidate" if paired else "measured", ident["executable_sha256"], ident)]
+
+
 def run_formal(ctx: Context, *, retry: int = 0, paired_with: Path | None = None,
                progress: Progress = lambda _line: None, devices: list[int] | None = None,
                jobs: int | None = None) -> dict[str, Any]:
@@ -259,19 +282,9 @@ def run_formal(ctx: Context, *, retry: int = 0, paired_with: Path | None = None,
     case processes side by side on a deterministic backend (:func:`case_jobs`)."""
     if retry < 0:
         raise ContractError("collect_perf.py", "--retry", f"{retry} < 0", "use 0 or more")
-    base_spec, paired = None, None
-    if paired_with is not None:
-        version = Path(paired_with).resolve()
-        if not version.is_dir():
-            raise ContractError(paired_with, "--paired-with", "is not a directory", "pass a saved version folder")
-        base_spec = dataclasses.replace(ctx.spec, runner=find_runner(version))
-        base_files = evidence.source_files(version, ctx.manifest)
-        paired = {"baseline_version": fsio.display_path(version, ctx.op_dir), "order": "alternating_first_arm",
-                  "baseline_executable_sha256": evidence.executable_sha256(version, base_files),
-                  "baseline_source_files": [fsio.file_record(p, version) for p in base_files]}
+    base_spec, paired = pairing(ctx, paired_with)
     ident = _identity(ctx)
-    asked = ([_preflight(ctx, "baseline", paired["baseline_executable_sha256"], ident, base_spec)] if paired else []) \
-        + [_preflight(ctx, "candidate" if paired else "measured", ident["executable_sha256"], ident)]
+    asked = _asked(ctx, ident, base_spec, paired)
     revision = evidence.source_revision(ctx.op_dir)
 
     def first_record(name: str) -> dict[str, Any]:
@@ -369,13 +382,17 @@ def _finish(round_dir: Path, collection: dict[str, Any], failure: str | None) ->
     return {**collection, "round": round_dir.as_posix()}
 
 
-def run_quick(ctx: Context, *, progress: Progress = lambda _line: None) -> dict[str, Any]:
-    """A quick screen under ``docs/perf/quick/quick_NNN``; never ranks, never touches rounds."""
+def run_quick(ctx: Context, *, paired_with: Path | None = None,
+              progress: Progress = lambda _line: None) -> dict[str, Any]:
+    """A quick screen under ``docs/perf/quick/quick_NNN``; never ranks, never touches rounds.
+    ``paired_with`` (the current best's saved version): both arms interleaved per repeat, by the
+    formal paired machinery (:func:`_paired_case`; raw files in ``repeat_NNN/<arm>``)."""
+    base_spec, paired = pairing(ctx, paired_with)
     ident = _identity(ctx)
-    asked = [_preflight(ctx, "measured", ident["executable_sha256"], ident)]
+    asked = _asked(ctx, ident, base_spec, paired)
     quick_dir, obj = evidence.reserve_quick(ctx.op_dir, lambda name: {
         **_header(ctx, _collection_id("quick", name), ident), "mode": "quick", "never_ranks": True,
-        "preflight": asked,
+        "preflight": asked, **({"paired": paired} if paired else {}),
         "status": "in_progress", "timing_source_file": ctx.backend.timing_source_file, "cases": []})
     path = quick_dir / protocol.QUICK_NAME
     try:
@@ -384,15 +401,15 @@ def run_quick(ctx: Context, *, progress: Progress = lambda _line: None) -> dict[
         if lanes > 1:   # a deterministic simulator: cases side by side, one process each (as in a formal round)
             failed = scheduling.run_on_devices(ctx.manifest.cases, list(range(lanes)), lambda case, _lane:
                                                done.__setitem__(case.id, _quick_case(ctx, obj, quick_dir, case,
-                                                                                     progress)), lock=False)
+                                                                                     progress, base_spec)), lock=False)
             if failed:
                 raise failed[0]
         for case in ctx.manifest.cases:
-            entry, rows = done.get(case.id) or _quick_case(ctx, obj, quick_dir, case, progress)
+            entry, rows = done.get(case.id) or _quick_case(ctx, obj, quick_dir, case, progress, base_spec)
             obj["cases"].append(entry)
             if rows:
                 obj.setdefault("reused", []).extend(rows)
-        failure = _drift(ctx, ident)
+        failure = _drift(ctx, ident) or _baseline_drift(ctx, paired)
     except CheckFailed as exc:
         failure = exc.line()
     obj["completed_at"] = evidence.utc_now()
@@ -401,19 +418,24 @@ def run_quick(ctx: Context, *, progress: Progress = lambda _line: None) -> dict[
     return {**obj, "path": path.as_posix()}
 
 
-def _quick_case(ctx: Context, obj: dict[str, Any], quick_dir: Path, case, progress: Progress):
-    """One case of a quick screen: (its entry, the reuse rows); on a deterministic backend each question once."""
-    raw, rows = quick_dir / evidence.case_dir_name(case.id), []
+def _quick_case(ctx: Context, obj: dict[str, Any], quick_dir: Path, case, progress: Progress,
+                base_spec: RunSpec | None = None):
+    """One case of a quick screen: (its entry, the reuse rows); paired with ``base_spec`` (the current
+    best) like a formal round; on a deterministic backend each question once."""
+    raw, rows, arm = quick_dir / evidence.case_dir_name(case.id), [], None
     if sim_reuse.applies(ctx.backend.name):
-        dests = [raw / repeat_dir_name(i) for i in range(1, ctx.spec.repeats + 1)]
-        samples = [r.duration_us for r in sim_reuse.measure_arm(ctx.backend, ctx.spec, case, dests, obj,
-                                                                 obj["executable_sha256"], "", rows)]
-    else:
+        cand, base, _ = _deterministic_case(ctx, obj, case, raw, base_spec, rows, cited_root=raw)
+        samples, arm = [r.duration_us for r in cand], ([r.duration_us for r in base] if base else None)
+    elif base_spec is None:
         samples = ctx.backend.quick_case(ctx.spec, case, raw)
+    else:
+        cand, base, _ = _paired_case(ctx, base_spec, case, raw)
+        samples, arm = [r.duration_us for r in cand], [r.duration_us for r in base]
     value, used = evidence.aggregate(samples, ctx.protocol.aggregation)
-    progress(f"  {case.id}: quick {used} {value:.3f} us over {len(samples)} repeats")
+    progress(f"  {case.id}: quick {used} {value:.3f} us over {len(samples)} repeats"
+             + (f" (paired best {evidence.aggregate(arm, ctx.protocol.aggregation)[0]:.3f} us)" if arm else ""))
     return {"case": case.id, "duration_samples_us": samples, "aggregate_us": value, "aggregation_method": used,
-            "raw_dir": fsio.display_path(raw, ctx.op_dir)}, rows
+            "raw_dir": fsio.display_path(raw, ctx.op_dir), **({"baseline_samples_us": arm} if arm else {})}, rows
 
 
 def _write_quick(path: Path, obj: dict[str, Any]) -> None:

@@ -27,8 +27,9 @@ def _protocol(perf: Mapping[str, Any]) -> str:
         return (f"independent rounds; noise band calibrated to {fmt(cal['effective_band'], '.4f')} "
                 f"(A/A noise of the baseline code, {cal['kind']}, rounds {', '.join(cal['rounds'])})")
     return ("independent rounds, not calibrated: the CIs cover noise inside these two rounds only, so drift of the "
-            "machine between them can read as a verdict; pair the round (`collect_perf.py formal --paired-with`) or "
-            "calibrate before any candidate (`compare_perf.py calibrate`)")
+            "machine between them could read as a verdict; every verdict is therefore `inconclusive` "
+            "(`independent_not_calibrated`, docs/statistics.md \"Independent rounds without calibration\"); pair the "
+            "round (`collect_perf.py formal --paired-with`) or calibrate before any candidate (`compare_perf.py calibrate`)")
 
 
 def _header(perf: Mapping[str, Any]) -> list[str]:
