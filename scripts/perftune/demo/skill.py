@@ -6,7 +6,8 @@ them from the values the earlier steps' JSON produced (``DIR``, ``RUN_ID``, ``BE
 - a token that is exactly a placeholder: a string replaces it, a list expands to several
   arguments, ``None`` (or an empty list) drops it together with the ``--flag`` before it (SKILL: "leave out a flag
   that has no value");
-- a placeholder inside a token (``DIR/docs/perf/versions/BEST_VERSION``) is replaced as text;
+- a placeholder inside a token (``DIR/docs/perf/versions/BEST_VERSION``, ``terminal_evidence_BEST_ROUND.json``)
+  is replaced as text;
 - ``${CLAUDE_PLUGIN_ROOT}`` is the plugin root; ``python`` is the running interpreter.
 A placeholder with no value is refused: the SKILL and the run must agree on every name.
 """
@@ -31,7 +32,9 @@ NAMES = ("DIR", "TARGET_IDS", "SELECTION_MODE", "BACKEND", "OP_NAME", "DEVICE", 
          "ITEM_ID", "TITLE", "HYPOTHESIS", "METRIC", "STATUS", "REASON_CODE", "APPLICABILITY", "GROUNDS",
          "NOTE", "CODE_REF", "QUICK_ID", "FORMAL_IDS", "RELATION", "VERSION_ID", "ROUND", "COMPLIANCE",
          "SCOPE", "EXAMINED", "FINDINGS", "FINAL_ROUND", "CONFIRM_PARTNER", "CONFIRM_ROUND")
-_PLACEHOLDER = re.compile(r"\b(?:" + "|".join(sorted(NAMES, key=len, reverse=True)) + r")\b")
+# a name is delimited by anything but an upper-case letter or digit, so ``terminal_evidence_BEST_ROUND.json``
+# holds BEST_ROUND (``\b`` would not split ``_BEST_ROUND``: #27 Found 7); longest names first
+_PLACEHOLDER = re.compile(r"(?<![A-Z0-9])(?:" + "|".join(sorted(NAMES, key=len, reverse=True)) + r")(?![A-Z0-9_])")
 
 
 @dataclass(frozen=True)
