@@ -44,6 +44,9 @@ class Skill:
     order: tuple[str, ...]
 
     def command(self, key: str) -> str:
+        from .steps import EXTRA
+        if key in EXTRA and key not in self.commands:
+            return EXTRA[key][1]
         if key not in self.commands:
             raise ContractError(self.path, f"step {key}", "has no 'bash step=' command block",
                                 "the demo runs only what SKILL.md says; add the step there")
@@ -69,6 +72,12 @@ def load(path: Path = SKILL_MD) -> Skill:
 
 def placeholders(command: str) -> list[str]:
     return sorted(set(_PLACEHOLDER.findall(command)))
+
+
+def step_values(command: str, values: dict[str, Any], judgement: dict[str, Any], op_dir: str) -> dict[str, Any]:
+    """The values of one perf_next step (``decide/next_step.py``): every placeholder the step does not
+    fill is left out (None), then the evidence's ``values``, the agent's ``judgement``, ``DIR``."""
+    return {**{name: None for name in placeholders(command)}, **values, **judgement, "DIR": op_dir}
 
 
 def fill(command: str, values: dict[str, Any], source: str | Path = SKILL_MD, key: str = "-") -> list[str]:
