@@ -54,7 +54,7 @@ def judge(step: dict, tmp) -> dict:
         values["VERSION_ID"] = VERSION_OF[item]
     if key == "close_item":
         values["NOTE"] = step["needs"]["NOTE"]
-    missing = set(step["needs"]) - set(values)
+    missing = set(step["needs"]) - set(values) - set(step["values"])   # a filled default is the agent's to keep
     assert not missing, f"{key}: the agent has no judgement for {missing}"
     return values
 

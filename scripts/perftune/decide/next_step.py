@@ -126,7 +126,9 @@ def prepare(st: State) -> list[dict] | None:
     if protocol.GOLDEN_REPORT_NAME not in st.files:
         return [step("golden", "no GOLDEN_PERF_REPORT.json", {**frozen, "GOLDEN_FILE": f"{st.op}/{name}_golden.py",
                                                                "GOLDEN_FUNCTION": f"{name}_golden",
-                                                               "GOLDEN_FACTORY": "golden_cases"})]
+                                                               "GOLDEN_FACTORY": "golden_cases"},
+                     {"GOLDEN_FUNCTION": f"the golden file's reference function (default {name}_golden)",
+                      "GOLDEN_FACTORY": "the golden file's case factory (default golden_cases)"})]
     if proto.backend == "cpu" and "docs/perf/platform_cpu.json" not in st.files:
         return [step("platform", "cpu: no platform roof of this host")]
     if not st.rounds:

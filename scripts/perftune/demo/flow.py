@@ -80,6 +80,8 @@ class Agent:
             return {"TARGET_IDS": [target] if isinstance(target, str) else list(target),
                     "SELECTION_MODE": proto.selection_mode, "BACKEND": proto.backend, "OP_NAME": proto.op_name,
                     "WARMUP": str(proto.warmup), "REPEATS": str(proto.repeats), "NOISE_BAND": str(proto.noise_band)}
+        if key == "golden":   # the defaults perf_next fills unless the plan names other functions
+            return {f"GOLDEN_{k.upper()}": v for k, v in plan.golden.items()}
         if key in ("record_baseline", "record"):
             exp = self.experiment(item) if key == "record" else None
             return {"COMPLIANCE": plan.compliance, **({"VERSION_ID": exp.version_id} if exp else {})}
