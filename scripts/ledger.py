@@ -5,8 +5,8 @@
 template INDEX tables (active + eligible rows) and never overwrites; `add` creates a
 bottleneck_derived item (refused while a preset item is open); `update` changes status, reason
 and evidence and validates the transition; `reopen` sends a closed item back to pending; `sweep`
-records the final candidate sweep; `show` prints the table; `close-gated` closes every pending item
-whose recorded gate fails for this operator as not_applicable (gate as grounds). Formats: docs/ledger.md.
+records the final candidate sweep; `show` prints the table; `close-gated` closes as not_applicable every
+pending item whose recorded gate (platform, dtype, bound once profiled) fails here. Formats: docs/ledger.md.
 
 usage:
   ledger.py init --op-dir DIR [--sources-dir DIR]
@@ -79,7 +79,8 @@ def edit(args, at: str):
         return lambda led: ledger.add_derived(led, src, hypothesis=args.hypothesis, at=at, actor=args.actor)
     if args.command == "close-gated":
         man = manifest.load_manifest(f"{args.op_dir}/{protocol.MANIFEST_NAME}")
-        return lambda led: ledger_gates.close_failed(led, man, at=at, actor=args.actor)
+        bounds = ledger_gates.bound_evidence(args.op_dir)
+        return lambda led: ledger_gates.close_failed(led, man, at=at, actor=args.actor, bounds=bounds)
     if args.command == "reopen":
         return lambda led: ledger.reopen_item(led, args.item, note=args.note, by=args.by, at=at, actor=args.actor)
     if args.command == "sweep":

@@ -140,7 +140,7 @@ def prepare(st: State) -> list[dict] | None:
         return [step("ledger_init", "no ledger", {"SOURCES_DIR": str(sources) if own else
                                                  "${CLAUDE_PLUGIN_ROOT}/skills/pypto-pro-op-perf-tune/references"}),
                 step("ledger_show", "read and order the enumerated items (SKILL step 8)")]
-    failing = ledger_gates.gate_failures(st.ledger, st.man)
+    failing = ledger_gates.gate_failures(st.ledger, st.man, ledger_gates.bound_evidence(st.op))
     if failing:
         return [step("close_gated", f"{len(failing)} item(s) whose recorded gate fails here: "
                      + ", ".join(f"{r['item_id']} (gate:{r['gate']})" for r in failing))]
