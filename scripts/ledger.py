@@ -20,11 +20,9 @@ usage:
   ledger.py close-gated --op-dir DIR [--json]
 
 example:
-  python3 scripts/ledger.py update --op-dir custom/softmax --item general-18 --status accepted \
-      --correctness c001-1a2b3c4d --formal round_003 round_001 --note "fp32 accumulation: 1.4x, CI above band"
+  python3 scripts/ledger.py update --op-dir custom/softmax --item general-18 --status accepted --correctness c001-1a2b3c4d --formal round_003 round_001 --note "fp32 accumulation: 1.4x"
 
-`update --status accepted` recomputes the item's formal compare (--formal CANDIDATE_ROUND BEST_ROUND)
-and refuses unless the frozen acceptance rule decided accept.
+`update --status accepted` refuses unless the frozen rule accepts --formal CANDIDATE_ROUND BEST_ROUND.
 exit codes: 0 ok, 2 usage/contract error (refused transition, bad input; nothing written).
 """
 
@@ -34,7 +32,7 @@ import sys
 from datetime import datetime, timezone
 
 from perftune import fsio
-from perftune.decide import item_decision, ledger, ledger_gates, ledger_sources
+from perftune.decide import citations, item_decision, ledger, ledger_gates, ledger_sources
 from perftune.contract import manifest, protocol
 from perftune.argv import add_json_flag, parser_from_doc
 from perftune.errors import run_cli
@@ -85,8 +83,9 @@ def edit(args, at: str):
         return lambda led: ledger.reopen_item(led, args.item, note=args.note, by=args.by, at=at, actor=args.actor)
     if args.command == "sweep":
         found = [{"finding": f, "maps_to": m, "note": n} for f, m, n in args.finding]
+        cited = citations.record(args.op_dir, args.examined)   # exists; files hashed, rounds by id
         return lambda led: ledger.record_sweep(led, scope=args.scope, examined=args.examined, findings=found,
-                                               at=at, actor=args.actor)
+                                               at=at, actor=args.actor, examined_files=cited)
     change = ledger.ItemChange(
         status=args.status, reason_code=args.reason_code, note=args.note, code_ref=args.code_ref,
         correctness=args.correctness, quick=tuple(args.quick), formal=tuple(args.formal), mechanism=args.mechanism,

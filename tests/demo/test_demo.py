@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from conftest import EXAMPLE
+import decided
 from perftune.demo import driver, steps
 from perftune.contract import protocol, schemas
 from perftune.errors import ContractError
@@ -69,6 +70,8 @@ def test_demo_evidence_validates_and_the_ledger_agrees_with_the_choice(demo_run)
     assert all(statuses[item] == "accepted" for item in chosen["items"])
     assert (op / "test_softmax.py").read_bytes() == (op / chosen["saved_copy"] / "test_softmax.py").read_bytes()
     assert list((perf / "figures").glob("*.png"))
+    # what the compares decided is what was delivered (ledger, candidates, selection, report)
+    assert decided.problems(op) == []
     logs = sorted((op.parent / "demo_logs").glob("*.log"))
     assert logs and "returncode: 0" in logs[0].read_text()
 

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from conftest import run_script
+import decided
 from perftune.demo import steps
 
 
@@ -29,6 +30,7 @@ def test_linear_reaches_pass_with_a_helping_and_a_useless_variant(tmp_path):
     ledger = json.loads((op / "docs/perf/ledger.json").read_text())
     statuses = {i["item_id"]: i["status"] for i in ledger["items"]}
     assert statuses["general-18"] == statuses["card-mm-01"] == "accepted"
+    assert decided.problems(op) == []   # delivered what its compares decided
     correctness = sorted((op / "docs/perf/correctness").glob("*.json"))[-1]
     kinds = {c["id"]: c["p0"] for c in json.loads(correctness.read_text())["cases"]}
     assert kinds == {"m64_k256_n256_relu_fp32": True, "m128_k128_n512_fp16": True,
