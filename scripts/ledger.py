@@ -5,8 +5,8 @@
 template INDEX tables (active + eligible rows) and never overwrites; `add` creates a
 bottleneck_derived item (refused while a preset item is open); `update` changes status, reason
 and evidence and validates the transition; `reopen` sends a closed item back to pending; `sweep`
-records the final candidate sweep; `show` prints the table; `close-gated` closes every pending item
-whose recorded gate fails for this operator as not_applicable (gate as grounds). Formats: docs/ledger.md.
+records the final candidate sweep; `show` prints the table; `close-gated` closes as not_applicable every
+pending item whose recorded gate (platform, dtype, bound once profiled) fails here. Formats: docs/ledger.md.
 
 usage:
   ledger.py init --op-dir DIR [--sources-dir DIR]
@@ -20,11 +20,9 @@ usage:
   ledger.py close-gated --op-dir DIR [--json]
 
 example:
-  python3 scripts/ledger.py update --op-dir custom/softmax --item general-18 --status accepted \
-      --correctness c001-1a2b3c4d --formal round_003 round_001 --note "fp32 accumulation: 1.4x, CI above band"
+  python3 scripts/ledger.py update --op-dir custom/softmax --item general-18 --status accepted --correctness c001-1a2b3c4d --formal round_003 round_001 --note "fp32 accumulation: 1.4x"
 
-`update --status accepted` recomputes the item's formal compare (--formal CANDIDATE_ROUND BEST_ROUND)
-and refuses unless the frozen acceptance rule decided accept.
+`update --status accepted` refuses unless the frozen rule accepts --formal CANDIDATE_ROUND BEST_ROUND.
 exit codes: 0 ok, 2 usage/contract error (refused transition, bad input; nothing written).
 """
 
@@ -34,7 +32,7 @@ import sys
 from datetime import datetime, timezone
 
 from perftune import fsio
-from perftune.decide import item_decision, ledger, ledger_gates, ledger_sources
+from perftune.decide import citations, item_decision, ledger, ledger_gates, ledger_sources
 from perftune.contract import manifest, protocol
 from perftune.argv import add_json_flag, parser_from_doc
 from perftune.errors import run_cli
@@ -79,13 +77,15 @@ def edit(args, at: str):
         return lambda led: ledger.add_derived(led, src, hypothesis=args.hypothesis, at=at, actor=args.actor)
     if args.command == "close-gated":
         man = manifest.load_manifest(f"{args.op_dir}/{protocol.MANIFEST_NAME}")
-        return lambda led: ledger_gates.close_failed(led, man, at=at, actor=args.actor)
+        bounds = ledger_gates.bound_evidence(args.op_dir)
+        return lambda led: ledger_gates.close_failed(led, man, at=at, actor=args.actor, bounds=bounds)
     if args.command == "reopen":
         return lambda led: ledger.reopen_item(led, args.item, note=args.note, by=args.by, at=at, actor=args.actor)
     if args.command == "sweep":
         found = [{"finding": f, "maps_to": m, "note": n} for f, m, n in args.finding]
+        cited = citations.record(args.op_dir, args.examined)   # exists; files hashed, rounds by id
         return lambda led: ledger.record_sweep(led, scope=args.scope, examined=args.examined, findings=found,
-                                               at=at, actor=args.actor)
+                                               at=at, actor=args.actor, examined_files=cited)
     change = ledger.ItemChange(
         status=args.status, reason_code=args.reason_code, note=args.note, code_ref=args.code_ref,
         correctness=args.correctness, quick=tuple(args.quick), formal=tuple(args.formal), mechanism=args.mechanism,

@@ -9,7 +9,7 @@ with the allowed values. Run it after every step (the demo runs on it). Decision
 perftune/decide/next_step.py (docs/demo.md).
 
 usage:
-  perf_next.py --op-dir DIR [--json]
+  perf_next.py --op-dir DIR [--overlap ITEM] [--json]
 
 example:
   python3 scripts/perf_next.py --op-dir custom/softmax
@@ -25,20 +25,16 @@ import sys
 from perftune import fsio
 from perftune.argv import add_json_flag, parser_from_doc
 from perftune.decide import next_step
-from perftune.demo import skill as skill_mod
+from perftune.demo import skill as skill_mod, steps
 from perftune.errors import run_cli
-
-OWN = {"restore": "python3 ${CLAUDE_PLUGIN_ROOT}/scripts/select_best.py restore --op-dir DIR --version VERSION_ID --json",
-       "close_gated": "python3 ${CLAUDE_PLUGIN_ROOT}/scripts/ledger.py close-gated --op-dir DIR --json"}
 
 
 def render(key: str, values: dict, needs: dict, op_dir: str, skill: skill_mod.Skill) -> str | None:
     """The step's command, filled; None for a step without a command (edit, stop, done)."""
-    template = OWN.get(key) or skill.commands.get(key)
-    if template is None:
+    if key not in skill.commands and key not in steps.EXTRA:
         return None
-    filled = {name: None for name in skill_mod.placeholders(template)}
-    filled.update({name: name for name in needs}, **values, DIR=op_dir)
+    template = skill.command(key)
+    filled = skill_mod.step_values(template, {**{name: name for name in needs}, **values}, {}, op_dir)
     argv = skill_mod.fill(template, filled, skill.path, key)
     return shlex.join(argv)
 
@@ -46,13 +42,15 @@ def render(key: str, values: dict, needs: dict, op_dir: str, skill: skill_mod.Sk
 def build_parser():
     parser = parser_from_doc(__doc__, "perf_next.py")
     parser.add_argument("--op-dir", required=True, help="operator directory (custom/<op>)")
+    parser.add_argument("--overlap", metavar="ITEM", help="your judgement: the next preset item is the experiment "
+                        "of the closed item ITEM; prints its close_item with ITEM's status and evidence")
     add_json_flag(parser)
     return parser
 
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
-    out = next_step.next_steps(args.op_dir)
+    out = next_step.next_steps(args.op_dir, overlap=args.overlap)
     skill = skill_mod.load()
     for st in out["steps"]:
         st["command"] = render(st["key"], st["values"], st["needs"], args.op_dir, skill)

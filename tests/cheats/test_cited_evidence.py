@@ -57,3 +57,33 @@ def test_a_correctness_record_rewritten_for_other_code_is_named(op):
     path.write_text(json.dumps(record, indent=2, sort_keys=True))
     found = cited_evidence.ledger_problems(op)
     assert found and all(run_id in msg for msg in found), found
+
+
+def test_the_sweep_records_what_it_examined_and_p7_names_a_cited_path_that_is_gone_or_changed(op):
+    """#27 Deliver 6: a placeholder left in a path (`terminal_evidence_BEST_ROUND.json`) can no longer be
+    cited: `ledger.py sweep` refuses a path that does not exist; what it cites is recorded (files by sha256,
+    rounds by collection id) and P7.cited_paths fails when it goes or changes."""
+    from conftest import assert_one_line_error, run_script
+    from perftune.decide import citations
+    led = json.loads((op / "docs/perf/ledger.json").read_text())
+    assert led["sweep"]["examined_files"] == [{"path": "docs/perf/ledger.json"}]   # living: exists only
+    assert cited_evidence.path_problems(op) == []
+    profile = op / "docs/perf/bottleneck/terminal_evidence_round_001.json"
+    profile.parent.mkdir(parents=True)
+    profile.write_text('{"cases": []}\n')
+    refused = run_script("ledger.py", "sweep", "--op-dir", op, "--scope", "s", "--examined", "docs/perf/round_001",
+                         "docs/perf/bottleneck/terminal_evidence_BEST_ROUND.json")
+    assert_one_line_error(refused, 2, "terminal_evidence_BEST_ROUND.json", "does not exist")
+    assert json.loads((op / "docs/perf/ledger.json").read_text()) == led          # nothing written
+    proc = run_script("ledger.py", "sweep", "--op-dir", op, "--scope", "s", "--examined", "docs/perf/ledger.json",
+                      "docs/perf/round_001", "docs/perf/bottleneck/terminal_evidence_round_001.json", "--json")
+    assert proc.returncode == 0, proc.stderr
+    records = json.loads(proc.stdout)["sweep"]["examined_files"]
+    assert records[1]["collection_id"] and len(records[2]["sha256"]) == 64
+    assert cited_evidence.path_problems(op) == []
+    profile.write_text('{"cases": [1]}\n')
+    assert [m for m in cited_evidence.path_problems(op) if "terminal_evidence_round_001.json" in m and "changed" in m]
+    profile.unlink()
+    code, verdict = pipeline.check(op, remeasure=False)
+    assert ("P7.cited_paths", "performance_item_coverage_invalid") in checks(verdict), verdict["failures"]
+    assert citations.missing(op, ["docs/perf/nope"], "x") == ["x cites docs/perf/nope: it does not exist"]

@@ -65,3 +65,45 @@ def test_a_dtype_list_gate_fails_only_when_no_frozen_case_has_the_dtype(op_dir):
     assert ledger_gates.failed_gate({"platform": "any (operator-independent)", "dtype": "FP16/BF16"}, man) is None
     assert ledger_gates.failed_gate({"dtype": "BF16"}, man)[0] == "dtype"
     assert ledger_gates.failed_gate({"dtype": "dtypes supported by the vf.* ops used"}, man) is None
+
+
+def _profile(op_dir, name, statuses):
+    path = op_dir / "docs/perf/bottleneck" / f"terminal_evidence_{name}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"cases": [{"case": c, "roofline_terminal": {"status": s}} for c, s in statuses]}))
+
+
+def test_a_bound_gate_closes_only_once_profiled_and_only_when_every_case_contradicts_it(op_dir):
+    """#27 Deliver 3: a plain bound-label gate (general-03: data_movement_candidate) closes not_applicable
+    when every case of the newest step-11 profile has a bound that does not satisfy it; nothing before a
+    profile, nothing when one case is undecided or satisfies it, never a qualified gate or an item under
+    experiment."""
+    from perftune.contract import manifest
+    from perftune.decide import ledger_gates
+    freeze_example(op_dir)
+    assert run_script("ledger.py", "init", "--op-dir", str(op_dir), "--sources-dir", str(REFS)).returncode == 0
+    gated = json.loads(run_script("ledger.py", "close-gated", "--op-dir", str(op_dir), "--json").stdout)
+    pending = {i["item_id"] for i in gated["items"] if i["status"] == "pending"}
+    assert {"general-03", "general-07", "general-01"} <= pending           # no bound evidence yet: all stay
+    _profile(op_dir, "round_001", [("a", "compute_bound"), ("b", "unattributed_residual")])
+    led = json.loads(run_script("ledger.py", "close-gated", "--op-dir", str(op_dir), "--json").stdout)
+    assert {i["item_id"] for i in led["items"] if i["status"] == "pending"} == pending   # b decides nothing
+    _profile(op_dir, "round_002", [("a", "compute_bound"), ("b", "balanced_compute_movement")])
+    proc = run_script("ledger.py", "close-gated", "--op-dir", str(op_dir), "--json")
+    assert proc.returncode == 0, proc.stderr
+    led = json.loads(proc.stdout)
+    schemas.validate(led, "ledger")
+    status = {i["item_id"]: i for i in led["items"]}
+    closed = {k for k in pending if status[k]["status"] == "not_applicable"}
+    # balanced satisfies data movement and compute: only the scalar-only gates fail
+    assert {"general-01", "general-02"} <= closed and not closed & {"general-03", "general-07"}
+    grounds = status["general-01"]["applicability"]["grounds"]
+    assert grounds.startswith("gate:bound — every case of docs/perf/bottleneck/terminal_evidence_round_002.json")
+    man = manifest.load_manifest(op_dir / "PERFORMANCE_CASES.json")
+    bounds = {"file": "p.json", "cases": {"a": "data_movement_bound"}}
+    assert ledger_gates.failed_gate({"bound": "compute_candidate"}, man, bounds)[0] == "bound"
+    assert ledger_gates.failed_gate({"bound": "compute_candidate or data_movement_candidate"}, man, bounds) is None
+    assert ledger_gates.failed_gate({"bound": "compute_candidate on aiv"}, man, bounds) is None   # qualified
+    item = {"item_id": "x", "status": "pending", "source_kind": "general_method", "gates": {"bound": "compute_candidate"}}
+    assert ledger_gates.gate_failures({"items": [item]}, man, bounds)
+    assert not ledger_gates.gate_failures({"items": [{**item, "hypothesis": "under way"}]}, man, bounds)

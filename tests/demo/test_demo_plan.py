@@ -46,11 +46,13 @@ def test_plan_refuses_a_field_the_run_ignores_a_duplicate_id_and_a_closure_with_
         demo_plan.parse_plan(bad)
 
 
-def test_the_demo_has_no_acceptance_rule_of_its_own():
-    # one rule, one owner: the flow takes performance.json's item_acceptance (perftune.decide.acceptance)
+def test_the_demo_has_no_decision_or_value_of_its_own():
+    # one owner: the flow asks next_step (perf_next) for every step; it carries no value between steps
     assert not hasattr(demo_plan, "acceptance")
     flow = (Path(demo_plan.__file__).parent / "flow.py").read_text()
-    assert 'perf["item_acceptance"]' in flow
+    assert "next_step.next_steps(" in flow
+    for gone in ("d.values", "BASELINE_ROUND=", "BEST_ROUND", "promote", "d.best"):
+        assert gone not in flow, gone
 
 
 def test_summary_and_its_lines():

@@ -60,3 +60,15 @@ def test_a_remeasure_verdict_goes_back_to_the_confirm_round_and_nothing_else_goe
     loop = ["choose", "stage4", "confirm_round", "confirm", "confirm_round", "confirm", "final_formal"]
     assert steps.order_problems(loop) == []
     assert steps.order_problems(["confirm", "choose"]) == ["out of order: confirm -> choose"]
+
+
+@pytest.mark.parametrize("key", ["bottleneck_profile", "derived_add"])
+def test_a_placeholder_inside_a_path_is_filled_with_the_real_round_name(key):
+    """#27 Found 7: `terminal_evidence_BEST_ROUND.json` kept its placeholder (``\\b`` does not split `_B`)."""
+    command = SKILL.command(key)
+    values = {name: f"<{name.lower()}>" for name in skill.placeholders(command)}
+    values.update(DIR="/op", BEST_ROUND="round_003")
+    assert "BEST_ROUND" in skill.placeholders(command)
+    argv = skill.fill(command, values)
+    assert "docs/perf/bottleneck/terminal_evidence_round_003.json" in argv
+    assert not [a for a in argv if re.search(r"(?<![A-Z0-9])(?:" + "|".join(skill.NAMES) + r")(?![A-Z0-9_])", a)]

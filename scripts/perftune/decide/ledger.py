@@ -3,8 +3,7 @@
 Pure core: building items from enumerated sources (:mod:`perftune.decide.ledger_sources`), every edit
 (init, add, update, reopen, sweep) as a function ``ledger -> new ledger`` that validates the
 transition and appends one ``history`` entry, and :func:`check_ledger`, which lists every closure
-problem. Thin I/O at the bottom: :func:`load_ledger`, :func:`modify_ledger` (lock + atomic write),
-:func:`disk_facts` and :func:`check`.
+problem. Thin I/O at the bottom: :func:`load_ledger`, :func:`modify_ledger` (lock + atomic write), :func:`check`.
 
 Decisions DESIGN left open (see docs/ledger.md):
 - ``revision`` counts edits; every history entry carries the revision it created. The final sweep
@@ -267,8 +266,8 @@ def reopen_item(ledger: dict, item_id: str, *, note: str, by: str | None, at: st
 
 
 def record_sweep(ledger: dict, *, scope: str, examined: list[str], findings: list[dict[str, str]],
-                 at: str, actor: str) -> dict:
-    """Record the final candidate sweep; refused while any item is open or a finding is dangling."""
+                 at: str, actor: str, examined_files: list[dict] | None = None) -> dict:
+    """Record the final sweep (``examined_files``: ``citations.record``); refused while an item is open."""
     still_open = [i["item_id"] for i in ledger["items"] if not is_terminal(i["status"])]
     if still_open:
         raise ContractError("ledger.json", "sweep", f"{len(still_open)} items still open "
@@ -283,7 +282,8 @@ def record_sweep(ledger: dict, *, scope: str, examined: list[str], findings: lis
                                 "frozen_contract or capability_limit")
     out = _bump(ledger)
     out["sweep"] = {"scope": scope, "evidence_examined": list(examined), "findings": list(findings),
-                    "performed_at": at, "actor": actor, "at_revision": out["revision"]}
+                    "performed_at": at, "actor": actor, "at_revision": out["revision"],
+                    **({"examined_files": examined_files} if examined_files is not None else {})}
     return out
 
 

@@ -10,7 +10,15 @@ decidable from the frozen manifest alone, so they need no judgement:
 - ``dtype``: a gate that is a plain list of dtypes (``FP16/BF16/FP32``, ``FP32``) fails when no
   frozen case has one of them.
 
-Every other gate text (``any``, shapes, bounds, "dtypes supported by …") stays the agent's judgement.
+- ``bound``: only once bound evidence exists (the newest step-11 profile,
+  ``docs/perf/bottleneck/terminal_evidence_<round>.json``) and only a gate that is a plain list of bound
+  labels (``data_movement_candidate``, ``compute_candidate or scalar_candidate``): it fails when every case
+  of that evidence has a decided roofline status (:data:`SATISFIES`) and none satisfies a named label.
+  ``balanced_compute_movement`` satisfies both compute and data movement; ``unattributed_residual`` and
+  ``insufficient_evidence`` decide nothing.
+
+Every other gate text (``any``, shapes, qualified bounds such as ``… on aic``, "dtypes supported by …")
+stays the agent's judgement. An item already under experiment (a hypothesis recorded) is never closed.
 :func:`close_failed` closes each pending non-kb item with a failing gate as ``not_applicable`` with
 ``gate:<key> — <why>`` as grounds (``ledger.py close-gated``, one command instead of one per item).
 """
@@ -18,8 +26,11 @@ Every other gate text (``any``, shapes, bounds, "dtypes supported by …") stays
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
+from .. import fsio
+from ..contract import protocol
 from ..contract.manifest import Manifest
 from .ledger import ItemChange, update_item
 
@@ -28,7 +39,38 @@ _ASCEND = re.compile(r"\bAscend\b|\b950|\bcube\b", re.I)
 _950_ONLY = re.compile(r"A2/A3 not applicable|950PR/950DT only|other SoCs differ", re.I)
 
 
-def failed_gate(gates: dict[str, str], man: Manifest) -> tuple[str, str] | None:
+# roofline status (terminal/roofline.py) -> the bound labels of a gate it satisfies
+SATISFIES = {"compute_bound": {"compute_candidate"}, "data_movement_bound": {"data_movement_candidate"},
+             "balanced_compute_movement": {"compute_candidate", "data_movement_candidate"},
+             "scalar_bound": {"scalar_candidate"}, "wait_bound": {"wait"}}
+_LABELS = sorted({label for labels in SATISFIES.values() for label in labels} - {"wait"})
+_BOUND_LIST = re.compile(r"^(?:%s)(?:\s+or\s+(?:%s))*$" % ("|".join(_LABELS), "|".join(_LABELS)))
+BOTTLENECK_GLOB = f"{protocol.PERF_DIR}/bottleneck/terminal_evidence_*.json"
+
+
+def bound_evidence(op_dir: str | Path) -> dict[str, Any] | None:
+    """``{file, cases: {case: roofline status}}`` of the newest bottleneck profile, None before any."""
+    root = Path(op_dir)
+    found = sorted(root.glob(BOTTLENECK_GLOB))
+    if not found:
+        return None
+    data = fsio.read_json(found[-1], what="terminal evidence")
+    return {"file": found[-1].relative_to(root).as_posix(),
+            "cases": {c["case"]: (c.get("roofline_terminal") or {}).get("status") for c in data.get("cases", [])}}
+
+
+def _bound_fails(gate: str, bounds: dict[str, Any] | None) -> str | None:
+    if bounds is None or not bounds["cases"] or not _BOUND_LIST.match(gate.strip()):
+        return None
+    named = set(re.split(r"\s+or\s+", gate.strip()))
+    statuses = bounds["cases"]
+    if any(s not in SATISFIES or SATISFIES[s] & named for s in statuses.values()):
+        return None
+    shown = ", ".join(f"{c} {s}" for c, s in sorted(statuses.items()))
+    return f"every case of {bounds['file']} contradicts it ({shown}); the item needs: {gate.strip()}"
+
+
+def failed_gate(gates: dict[str, str], man: Manifest, bounds: dict[str, Any] | None = None) -> tuple[str, str] | None:
     """(gate key, why it fails for this operator) of the first decidable failing gate, else None."""
     proto = man.protocol
     platform = gates.get("platform", "")
@@ -44,25 +86,28 @@ def failed_gate(gates: dict[str, str], man: Manifest) -> tuple[str, str] | None:
         frozen = sorted({c["dtype"] for c in man.raw["cases"]})
         if not {_DTYPES[n] for n in names} & set(frozen):
             return "dtype", f"the frozen cases are {frozen}; the item needs {dtype}"
-    return None
+    why = _bound_fails(gates.get("bound", ""), bounds)
+    return ("bound", why) if why else None
 
 
-def gate_failures(ledger: dict[str, Any], man: Manifest) -> list[dict[str, str]]:
-    """Pending non-kb items whose recorded gates fail for this operator: item id, gate, why."""
+def gate_failures(ledger: dict[str, Any], man: Manifest, bounds: dict[str, Any] | None = None) -> list[dict[str, str]]:
+    """Pending non-kb items (none under experiment) whose recorded gates fail here: item id, gate, why."""
     out = []
     for item in ledger["items"]:
-        if item["status"] != "pending" or item["source_kind"] == "kb_selected" or not item.get("gates"):
+        if item["status"] != "pending" or item["source_kind"] == "kb_selected" or not item.get("gates") \
+                or item.get("hypothesis"):
             continue
-        found = failed_gate(item["gates"], man)
+        found = failed_gate(item["gates"], man, bounds)
         if found:
             out.append({"item_id": item["item_id"], "gate": found[0], "why": found[1]})
     return out
 
 
-def close_failed(ledger: dict[str, Any], man: Manifest, *, at: str, actor: str) -> dict[str, Any]:
+def close_failed(ledger: dict[str, Any], man: Manifest, *, at: str, actor: str,
+                 bounds: dict[str, Any] | None = None) -> dict[str, Any]:
     """Close every item of :func:`gate_failures` as ``not_applicable`` with its gate as grounds."""
     out = ledger
-    for row in gate_failures(ledger, man):
+    for row in gate_failures(ledger, man, bounds):
         grounds = f"gate:{row['gate']} — {row['why']}"
         change = ItemChange(status="not_applicable", note=f"closed by ledger.py close-gated: {grounds}",
                             applicability="not_applicable", grounds=grounds)

@@ -23,11 +23,12 @@ from ..errors import ContractError
 from ..measure import correctness, evidence
 
 PERF = protocol.PERF_DIR
+BOTTLENECK_DIR = f"{PERF}/bottleneck"   # step 11's profiles: terminal_evidence_<round>.json
 # standalone use (no dispatch): the documented default target (SKILL "Reads and freezes")
 STANDALONE_TARGET = {"TARGET_IDS": "all_p0", "SELECTION_MODE": "all_p0_no_questions"}
 # closing without an experiment, by source kind (docs/ledger.md)
 CLOSE_STATUSES = {"kb_selected": ("already_implemented", "not_triggered"), "other": ("not_applicable", "unsupported")}
-CHOICES = ("hypothesis", "bottleneck_profile")   # a first step of these: the listed steps are alternatives
+CHOICES = ("hypothesis", "bottleneck_profile", "derived_add")   # a first step of these: the listed steps are alternatives
 
 
 @dataclass
@@ -126,7 +127,9 @@ def prepare(st: State) -> list[dict] | None:
     if protocol.GOLDEN_REPORT_NAME not in st.files:
         return [step("golden", "no GOLDEN_PERF_REPORT.json", {**frozen, "GOLDEN_FILE": f"{st.op}/{name}_golden.py",
                                                                "GOLDEN_FUNCTION": f"{name}_golden",
-                                                               "GOLDEN_FACTORY": "golden_cases"})]
+                                                               "GOLDEN_FACTORY": "golden_cases"},
+                     {"GOLDEN_FUNCTION": f"the golden file's reference function (default {name}_golden)",
+                      "GOLDEN_FACTORY": "the golden file's case factory (default golden_cases)"})]
     if proto.backend == "cpu" and "docs/perf/platform_cpu.json" not in st.files:
         return [step("platform", "cpu: no platform roof of this host")]
     if not st.rounds:
@@ -136,8 +139,9 @@ def prepare(st: State) -> list[dict] | None:
         sources = st.op / "sources"
         own = (sources / "general-methods" / "INDEX.md").is_file()
         return [step("ledger_init", "no ledger", {"SOURCES_DIR": str(sources) if own else
-                                                 "${CLAUDE_PLUGIN_ROOT}/skills/pypto-pro-op-perf-tune/references"})]
-    failing = ledger_gates.gate_failures(st.ledger, st.man)
+                                                 "${CLAUDE_PLUGIN_ROOT}/skills/pypto-pro-op-perf-tune/references"}),
+                step("ledger_show", "read and order the enumerated items (SKILL step 8)")]
+    failing = ledger_gates.gate_failures(st.ledger, st.man, ledger_gates.bound_evidence(st.op))
     if failing:
         return [step("close_gated", f"{len(failing)} item(s) whose recorded gate fails here: "
                      + ", ".join(f"{r['item_id']} (gate:{r['gate']})" for r in failing))]
@@ -184,7 +188,7 @@ def _best_values(b: dict) -> dict[str, str]:
     return {"BEST_VERSION": b["version"], "BEST_ROUND": b["round"], "BEST_COLLECTION": b["id"]}
 
 
-def explore(st: State) -> list[dict] | None:
+def explore(st: State, overlap: str | None = None) -> list[dict] | None:
     """SKILL steps 11-20: one item per experiment (None once every item is closed and the sweep recorded)."""
     b = _best(st)
     under = [i for i in _open(st, protocol.SOURCE_KINDS) if i.get("hypothesis")]
@@ -194,16 +198,30 @@ def explore(st: State) -> list[dict] | None:
                          {"VERSION_ID": b["version"]})]
         presets = _open(st, protocol.PRESET_SOURCE_KINDS)
         if presets:
+            if overlap is not None:
+                return [_close_overlap(st, presets[0], overlap)]
             first = _close_preset(st, presets, st.rounds[0])
+            ids = ", ".join(i["item_id"] for i in presets)
+            done = ", ".join(i["item_id"] for i in _experimented(st)) or "none yet"
             return [step("hypothesis", f"next item in source order: {presets[0]['item_id']} (or close it: "
                          "step close_preset)", {"ITEM_ID": presets[0]["item_id"]},
-                         {"HYPOTHESIS": "mechanism; change; risk; stop condition", "METRIC": "the expected metric"}),
-                    first]
+                         {"ITEM_ID": f"default: source order; open preset items: {ids}",
+                          "HYPOTHESIS": "mechanism; change; risk; stop condition", "METRIC": "the expected metric"}),
+                    first,
+                    step("close_item", f"or close {presets[0]['item_id']} as the overlap of a closed experiment",
+                         {"ITEM_ID": presets[0]["item_id"]},
+                         {"OVERLAP": f"perf_next.py --overlap ITEM fills this close; closed experiments: {done}"})]
         if st.ledger.get("sweep") is None:
+            profile = f"{BOTTLENECK_DIR}/terminal_evidence_{b['round']}.json"
+            sweep = step("sweep", "or, with no derived item left, the final sweep", {"EXAMINED": _examined(st)},
+                         {"SCOPE": "what was examined", "FINDINGS": "--finding TEXT MAPS_TO NOTE per residual"})
+            if (st.op / profile).is_file():
+                return [step("derived_add", f"the best {b['version']} is profiled ({profile}): register a "
+                             "derived item on it (optional)", {"BEST_ROUND": b["round"]},
+                             {"ITEM_ID": "a new item id", "TITLE": "one line", "METRIC": "the expected metric",
+                              "HYPOTHESIS": "mechanism from the profile; change; risk; stop condition"}), sweep]
             return [step("bottleneck_profile", "every preset item is closed: profile the best for a derived item "
-                         "(optional)", _best_values(b)),
-                    step("sweep", "or, with no derived item left, the final sweep", {"EXAMINED": _examined(st)},
-                         {"SCOPE": "what was examined", "FINDINGS": "--finding TEXT MAPS_TO NOTE per residual"})]
+                         "(optional)", _best_values(b)), sweep]
         return None
     item = under[0]
     recorded = next((c for c in st.register if item["item_id"] in (c.get("items") or [])), None)
@@ -220,8 +238,9 @@ def explore(st: State) -> list[dict] | None:
     rejected = {**common, "STATUS": "rejected", "RELATION": None, "QUICK_ID": None, "FORMAL_IDS": None,
                 "HYPOTHESIS": item.get("hypothesis")}
     if not run["all_passed"]:
+        failed = ", ".join(c.get("id", "?") for c in run.get("cases", []) if not c.get("passed", True)) or "see the run"
         return [step("close_item", "the edit fails a test", {**rejected, "REASON_CODE": "correctness_failed"},
-                     {"NOTE": "which test failed"})]
+                     {"NOTE": f"which test failed ({failed} in {run['run_id']})"})]
     quick = next((q for q in reversed(st.quicks) if q["sha"] == st.code_sha and q["partner"] == b["sha"]), None)
     if quick is None:
         return [step("quick", f"no quick screen of the edited code paired with {b['version']}", common)]
@@ -229,9 +248,14 @@ def explore(st: State) -> list[dict] | None:
     qc = quick["compare"]
     if qc is None or qc["baseline_collection_id"] != b["id"]:
         return [step("quick_compare", "the screen is not compared with the best", {"QUICK_ID": quick["id"], **common})]
-    if not qc["promotion"]["promote"]:
-        return [step("close_item", f"not promoted by the frozen rule ({qc['promotion'].get('rule')})",
-                     {**rejected, "REASON_CODE": "quick_not_promoted"}, {"NOTE": "the screen's numbers"})]
+    promo = qc["promotion"]
+    if not promo["promote"]:
+        mean = promo["mean_case_speedup"]
+        numbers = (f"quick mean speed-up {'n/a' if mean is None else f'{mean:.3f}'} vs {b['version']} (rule: "
+                   f"{promo['rule']}, threshold {promo['threshold']}); slower target cases: "
+                   f"{', '.join(promo['slower_target_cases']) or 'none'}")
+        return [step("close_item", f"not promoted by the frozen rule ({promo.get('rule')})",
+                     {**rejected, "REASON_CODE": "quick_not_promoted"}, {"NOTE": f"the screen's numbers: {numbers}"})]
     formal = next((r for r in reversed(st.rounds) if r["sha"] == st.code_sha and r["partner"] == b["sha"]), None)
     if formal is None:
         return [step("paired_formal", f"promoted: formal round paired with {b['version']}", common)]
@@ -263,9 +287,32 @@ def _close_accepted(st: State, item: dict, cand: dict) -> dict:
         "HYPOTHESIS": item.get("hypothesis")}, {"NOTE": note})
 
 
+def _experimented(st: State) -> list[dict]:
+    return [i for i in st.ledger["items"] if ledger_mod.is_terminal(i["status"]) and i["evidence"].get("quick")]
+
+
+def _close_overlap(st: State, item: dict, other_id: str) -> dict:
+    """Close ``item`` with the status and evidence of the closed experiment ``other_id`` (SKILL step 20:
+    an item whose experiment is another's); the agent's judgement is which item that is."""
+    other = next((i for i in _experimented(st) if i["item_id"] == other_id), None)
+    if other is None:
+        raise ContractError(st.op / PERF / protocol.LEDGER_NAME, "--overlap", f"{other_id!r} is not a closed "
+                            "item with an experiment", "name one: " + (", ".join(i["item_id"] for i in
+                                                                            _experimented(st)) or "none yet"))
+    ev = other["evidence"]
+    return step("close_item", f"{item['item_id']}: the experiment of {other_id} ({other['status']})", {
+        "ITEM_ID": item["item_id"], "STATUS": other["status"], "REASON_CODE": other.get("reason_code"),
+        "RUN_ID": ev.get("correctness"), "QUICK_ID": ev.get("quick") or None, "FORMAL_IDS": ev.get("formal") or None,
+        "CODE_REF": ev.get("code_ref"), "BEST_VERSION": ev.get("restore_point"), "HYPOTHESIS": ev.get("mechanism"),
+        "RELATION": ["overlap", other_id]}, {"NOTE": f"why it is the same experiment; {other_id} concluded: "
+                                             f"{other['history'][-1].get('note', '')}"})
+
+
 def _examined(st: State) -> list[str]:
+    profiles = sorted(p.relative_to(st.op).as_posix() for p in (st.op / BOTTLENECK_DIR).glob("*.json")) \
+        if (st.op / BOTTLENECK_DIR).is_dir() else []
     return [f"{PERF}/{protocol.LEDGER_NAME}", f"{PERF}/{protocol.CANDIDATES_NAME}",
-            *(f"{PERF}/{r['name']}" for r in st.rounds)]
+            *(f"{PERF}/{r['name']}" for r in st.rounds), *profiles]
 
 
 def finish(st: State) -> list[dict]:
@@ -308,8 +355,10 @@ def finish(st: State) -> list[dict]:
     return [step("done", f"stage5_check: {verdict.get('verdict', verdict.get('status', '?'))}")]
 
 
-def next_steps(op_dir: str | Path) -> dict[str, Any]:
+def next_steps(op_dir: str | Path, overlap: str | None = None) -> dict[str, Any]:
+    """The next step(s); ``overlap`` (the agent's judgement, ``perf_next.py --overlap ITEM``) closes the next
+    preset item with the evidence of the closed experiment ITEM."""
     st = gather(op_dir)
-    steps = prepare(st) or explore(st) or finish(st)
+    steps = prepare(st) or explore(st, overlap) or finish(st)
     mode = "choice" if steps[0]["key"] in CHOICES else "sequence"
     return {"op_dir": str(st.op), "code_sha256": st.code_sha, "next": steps[0]["key"], "mode": mode, "steps": steps}

@@ -1,8 +1,9 @@
 """The end-to-end Stage 5 run on any operator folder (DESIGN §11), by SKILL.md's own commands.
 
-Every script the driver runs is a step block of SKILL.md (:mod:`perftune.demo.skill`), filled in
-with the values earlier steps printed as JSON, run as a subprocess from the operator copy; the
-step keys follow :data:`perftune.demo.steps.ORDER`. The operator folder's ``variants/variants.json``
+Every script the driver runs is a step block of SKILL.md (:mod:`perftune.demo.skill`) or a command
+the SKILL names (:data:`perftune.demo.steps.EXTRA`), filled in with the values ``decide/next_step.py``
+(perf_next.py) read from the evidence plus the agent's judgement, run as a subprocess from the
+operator copy (:mod:`perftune.demo.flow` decides which step). The operator folder's ``variants/variants.json``
 (:mod:`perftune.demo.plan`) stands in for the agent's judgement: the protocol, which items to try
 with which code, how to close the others, the sweep. Nothing here names an example. Each step's
 argv, exit code, stdout and stderr go to ``<workdir>/demo_logs/NN_<script>.log``.
@@ -84,27 +85,22 @@ def run_streaming(argv: list[str], cwd: Path, on_stderr_line: Callable[[str], No
 
 @dataclass
 class Driver:
-    """Runs SKILL.md's steps in one operator copy and remembers the values they produced."""
+    """Runs SKILL.md's steps in one operator copy (the values come from perf_next, never from memory)."""
 
     op: Path
     logs: Path
     progress: Callable[[str], None]
     bar_stream: TextIO | None = None      # a terminal: long steps draw a CaseBar there
     skill: skill_mod.Skill = field(default_factory=skill_mod.load)
-    values: dict[str, Any] = field(default_factory=dict)
     cases: tuple[str, ...] = ()
     step_no: int = 0
-    best: str = "v000"
-    rounds: dict[str, dict[str, str]] = field(default_factory=dict)   # version -> {round, collection_id}
-    sources: dict[str, Path] = field(default_factory=dict)            # version -> test file to apply
-    examined: list[str] = field(default_factory=list)
     ran: list[str] = field(default_factory=list)                      # step keys, in the order run
 
     def run(self, key: str, *, ok: tuple[int, ...] = (0,), label: str = "", **values: Any) -> tuple[int, Any]:
-        """Run SKILL.md's step ``key`` filled with the run's values; return (code, parsed --json output)."""
+        """Run SKILL.md's step ``key`` filled with ``values`` (perf_next's and the agent's); return (code, parsed
+        --json output)."""
         self.step_no += 1
-        argv = skill_mod.fill(self.skill.command(key), {**self.values, "DIR": str(self.op), **values},
-                              self.skill.path, key)
+        argv = skill_mod.fill(self.skill.command(key), {"DIR": str(self.op), **values}, self.skill.path, key)
         script = Path(argv[1]).name if len(argv) > 1 else "-"
         if script != steps.BY_KEY[key].script:
             raise ContractError(self.skill.path, f"step {key}", f"runs {script}, the step list says "
@@ -140,25 +136,6 @@ class Driver:
             except ContractError:
                 raise ContractError(log, f"step {key}", "--json output is not JSON", "see the step log") from None
         return proc.returncode, data
-
-    def apply(self, version: str, test_file: str) -> None:
-        shutil.copyfile(self.sources[version], self.op / test_file)
-
-    def correctness(self) -> tuple[bool, str | None]:
-        code, data = self.run("correctness", ok=(0, 1))
-        self.values["RUN_ID"] = (data or {}).get("run_id")
-        return code == 0, self.values["RUN_ID"]
-
-    def formal(self, key: str, version: str, **values: Any) -> dict[str, str]:
-        _, data = self.run(key, label=version, **values)
-        entry = {"round": Path(str(data["round"])).name, "collection_id": data["collection_id"]}
-        self.rounds[version] = entry
-        self.examined.append(f"docs/perf/{entry['round']}")
-        return entry
-
-    def best_values(self) -> dict[str, str]:
-        return {"BEST_VERSION": self.best, "BEST_ROUND": self.rounds[self.best]["round"],
-                "BEST_COLLECTION": self.rounds[self.best]["collection_id"]}
 
 
 def prepare(workdir: Path, source: Path) -> tuple[Path, Path]:

@@ -1,177 +1,195 @@
-"""The order of SKILL.md's procedure for one operator folder: prepare, the item loop, finish.
+"""SKILL.md's procedure on one operator folder, run on perf_next: the procedure's state has one owner (#27).
 
-Each function runs step keys of :data:`perftune.demo.steps.ORDER` through :class:`Driver`; the
-values come from the earlier steps' JSON and from the operator's plan (the stand-in for the
-agent's judgement). The item decision after a formal compare is the compare's own
-``item_acceptance`` (the frozen rule, ``perftune.decide.acceptance.accept``); every exit code is
-obeyed as SKILL.md tells the agent.
+After every step the demo asks :func:`perftune.decide.next_step.next_steps` (what ``perf_next.py
+--json`` prints) for the next step and runs its command with every value as filled from the
+evidence; :class:`Agent` adds only what the step lists under ``needs`` (which item, hypothesis, the
+code edit = a variant of the operator's plan, closing grounds, the sweep), nothing is passed in
+memory. The item decision is the formal compare's ``item_acceptance``, promotion the quick compare's,
+the confirm end confirm's ``verdict``, all read back from the evidence by next_step; an exit 1 the
+SKILL calls a result is recorded and the next step follows from it.
 """
 
 from __future__ import annotations
 
-import json
+import shutil
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from . import opfolder, plan as demo_plan
+from . import opfolder, plan as demo_plan, skill as skill_mod
 from .driver import DEFAULT_WORKDIR, Driver, prepare, prune
 from .. import fsio
+from ..decide import ledger as ledger_mod, next_step
 from ..errors import CheckFailed, ContractError, EnvError
 from ..measure import backends
 
-BOTTLENECK_DIR = "docs/perf/bottleneck"
+# exit 1 is a result the SKILL says to read (the evidence records it; the next perf_next step follows from it)
+RESULT_EXIT = {"correctness": (0, 1), "formal_compare": (0, 1), "confirm": (0, 1), "final_compare": (0, 1),
+               "verify": (0, 1)}
+MAX_STEPS = 500
 
 
-def setup(d: Driver, op: opfolder.Operator) -> None:
-    """SKILL steps 1-6: correctness, freeze, golden, platform, preflight, baseline."""
-    proto = op.plan.protocol
-    passed, _ = d.correctness()
-    if not passed:
-        raise CheckFailed(d.op / op.test_file, "baseline", "the baseline fails its own tests", "fix the operator")
-    d.values.update(TARGET_IDS=list(op.target_case_ids), SELECTION_MODE=proto.selection_mode,
-                    BACKEND=proto.backend, OP_NAME=proto.op_name, DEVICE="0", WARMUP=str(proto.warmup),
-                    REPEATS=str(proto.repeats), NOISE_BAND=str(proto.noise_band),
-                    GOLDEN_FILE=str(d.op / f"{op.name}_golden.py"),
-                    GOLDEN_FUNCTION=op.plan.golden.get("function", f"{op.name}_golden"),
-                    GOLDEN_FACTORY=op.plan.golden.get("factory", "golden_cases"),
-                    SOURCES_DIR=str(opfolder.sources_dir(d.op)), COMPLIANCE=op.plan.compliance)
-    _, frozen = d.run("freeze")
-    d.cases = tuple(c["id"] for c in frozen["content"]["cases"])
-    d.run("golden")
-    if proto.backend == "cpu":
-        d.run("platform")
-    d.run("preflight")
-    base = d.formal("baseline", "v000")
-    d.values.update(BASELINE_ROUND=base["round"], BASELINE_COLLECTION=base["collection_id"])
+@dataclass
+class Agent:
+    """The agent's judgement, from the operator's plan: the only values the demo adds to perf_next's."""
+
+    op: opfolder.Operator
+    outcomes: dict[str, str] = field(default_factory=dict)     # version -> what its compares decided
+    data: dict[str, Any] = field(default_factory=dict)          # step key -> its last JSON output
+    derived: demo_plan.Experiment | None = None                  # the derived experiment to register next
+
+    def experiment(self, item_id: str) -> demo_plan.Experiment | None:
+        return next((e for e in self.op.plan.experiments if e.item_id == item_id), None)
+
+    def closure(self, item_id: str) -> demo_plan.Closure | None:
+        return next((c for c in self.op.plan.closures if c.item_id == item_id), None)
+
+    def pick(self, out: dict[str, Any], ledger: dict) -> tuple[dict | None, str | None]:
+        """One step of a choice (or an ``--overlap`` item to ask perf_next about)."""
+        steps = {s["key"]: s for s in out["steps"]}
+        open_ids = {i["item_id"] for i in ledger["items"] if not ledger_mod.is_terminal(i["status"])}
+        if out["next"] == "hypothesis":
+            item = steps["hypothesis"]["values"]["ITEM_ID"]
+            closure = self.closure(item)
+            if closure is not None and closure.same_as is not None and closure.same_as not in open_ids:
+                return None, closure.same_as
+            if closure is not None and closure.status is not None:
+                return steps["close_preset"], None
+            exp = next((e for e in self.op.plan.experiments if e.item_id in open_ids
+                        and e.source_kind != "bottleneck_derived"), None)
+            if exp is None:
+                raise ContractError(self.op.folder / "variants/variants.json", "closures", f"ledger item {item} "
+                                    "has no plan", "add an experiment or a closure for it")
+            chosen = dict(steps["hypothesis"])
+            chosen["values"] = {**chosen["values"], "ITEM_ID": exp.item_id}
+            return chosen, None
+        known = {i["item_id"] for i in ledger["items"]}
+        derived = [e for e in self.op.plan.experiments if e.source_kind == "bottleneck_derived" and e.item_id not in known]
+        self.derived = derived[0] if derived else None
+        return (out["steps"][0] if derived else steps["sweep"]), None
+
+    def judgement(self, st: dict[str, Any]) -> dict[str, Any]:
+        """The values perf_next lists under ``needs`` for this step, from the plan."""
+        key, values, plan = st["key"], st["values"], self.op.plan
+        item = values.get("ITEM_ID")
+        proto = plan.protocol
+        if key == "freeze":
+            target = proto.target_case_ids
+            return {"TARGET_IDS": [target] if isinstance(target, str) else list(target),
+                    "SELECTION_MODE": proto.selection_mode, "BACKEND": proto.backend, "OP_NAME": proto.op_name,
+                    "WARMUP": str(proto.warmup), "REPEATS": str(proto.repeats), "NOISE_BAND": str(proto.noise_band)}
+        if key == "golden":   # the defaults perf_next fills unless the plan names other functions
+            return {f"GOLDEN_{k.upper()}": v for k, v in plan.golden.items()}
+        if key in ("record_baseline", "record"):
+            exp = self.experiment(item) if key == "record" else None
+            return {"COMPLIANCE": plan.compliance, **({"VERSION_ID": exp.version_id} if exp else {})}
+        if key == "close_preset":
+            c = self.closure(item)
+            return {"STATUS": c.status, "APPLICABILITY": c.applicability, "GROUNDS": c.grounds, "NOTE": c.note}
+        if key in ("hypothesis", "derived_add"):
+            exp = self.experiment(item) if key == "hypothesis" else self.derived
+            return {"ITEM_ID": exp.item_id, "HYPOTHESIS": exp.hypothesis, "METRIC": exp.expected_metric,
+                    **({"TITLE": exp.hypothesis.split(":")[0][:80]} if key == "derived_add" else {})}
+        if key == "close_item":
+            c = self.closure(item)
+            if c is not None and c.same_as is not None:
+                return {"NOTE": f"{c.note} (as {c.same_as}): {st['needs']['NOTE'].split(' concluded: ', 1)[-1]}"}
+            return {"NOTE": f"vs {values['BEST_VERSION']}: {st['needs']['NOTE']}"}
+        if key == "sweep":
+            return {"SCOPE": plan.sweep_scope, "FINDINGS": [x for f in plan.sweep_findings
+                                                            for x in ("--finding", f["finding"], f["maps_to"], f["note"])]}
+        return {}
+
+    def closed(self, st: dict[str, Any]) -> None:
+        """Remember what the compares decided for an experiment's version (the summary's outcomes)."""
+        values = st["values"]
+        exp = self.experiment(values["ITEM_ID"])
+        if exp is None or (self.closure(values["ITEM_ID"]) is not None):
+            return
+        status, reason = values["STATUS"], values.get("REASON_CODE")
+        text = f"{status}{f' ({reason})' if reason else ''} vs {values['BEST_VERSION']}"
+        perf = self.data.get("formal_compare")
+        if values.get("FORMAL_IDS") and perf:
+            suite = perf["suite"].get("mean_case_speedup")
+            text += f", suite mean speed-up {'n/a' if suite is None else f'{suite:.3f}'}"
+        self.outcomes[exp.version_id] = text
 
 
-def close_planned(d: Driver, op: opfolder.Operator, closed: dict[str, dict[str, Any]]) -> None:
-    """SKILL step 9: close every item the plan closes without an experiment."""
-    for c in op.plan.closures:
-        if c.same_as is None:
-            d.run("close_preset", label=c.item_id, ITEM_ID=c.item_id, STATUS=c.status, APPLICABILITY=c.applicability,
-                  GROUNDS=c.grounds, NOTE=c.note, CODE_REF=op.test_file)
-            closed[c.item_id] = {}
+def _label(st: dict[str, Any], agent: Agent, item: str | None) -> str:
+    values = st["values"]
+    if st["key"] in ("quick", "paired_formal", "record"):
+        exp = agent.experiment(item or "")
+        return exp.version_id if exp else ""
+    if st["key"] == "derived_add":
+        return agent.derived.item_id if agent.derived else ""
+    return str(values.get("ITEM_ID") or values.get("VERSION_ID") or values.get("BEST_VERSION")
+               or values.get("CONFIRM_PARTNER") or "")
 
 
-def close_twins(d: Driver, op: opfolder.Operator, closed: dict[str, dict[str, Any]]) -> None:
-    for c in op.plan.closures:
-        if c.same_as in closed and c.item_id not in closed and closed[c.same_as]:
-            values = {**closed[c.same_as], "ITEM_ID": c.item_id, "RELATION": ["overlap", c.same_as],
-                      "NOTE": f"{c.note} (as {c.same_as}): {closed[c.same_as]['NOTE']}"}
-            d.run("close_item", label=c.item_id, **values)
-            closed[c.item_id] = {}
+def run_step(d: Driver, agent: Agent, st: dict[str, Any], item: str | None) -> None:
+    """One perf_next step: the edit is the agent's (a variant of the plan); every other step is its command."""
+    key = st["key"]
+    if key == "edit":
+        exp = agent.experiment(st["values"]["ITEM_ID"])
+        shutil.copyfile(agent.op.variant(exp.version_id), d.op / agent.op.test_file)
+        return
+    if key == "stop":
+        raise CheckFailed(d.op / agent.op.test_file, "baseline", st["why"], "fix the operator")
+    command = d.skill.command(key)
+    values = skill_mod.step_values(command, st["values"], agent.judgement(st), str(d.op))
+    code, data = d.run(key, ok=RESULT_EXIT.get(key, (0,)), label=_label(st, agent, item), **values)
+    agent.data[key] = data
+    if key == "freeze":
+        d.cases = tuple(c["id"] for c in data["content"]["cases"])
+    if key == "ledger_show":
+        items = [i["item_id"] for i in (data.get("items") if isinstance(data, dict) else data) or []]
+        missing = demo_plan.unplanned(agent.op.plan, items)
+        if missing:
+            raise ContractError(agent.op.folder / "variants/variants.json", "closures", f"ledger items without a "
+                                f"plan: {missing}", "add an experiment or a closure for each enumerated item")
+    if key == "formal_compare":
+        decided = data["item_acceptance"]  # the frozen rule's decision (exit 1: a target case is slower)
+        if code == 1 and (decided["status"], decided["reason_code"]) != ("rejected", "slower"):
+            raise CheckFailed(d.logs, "formal_compare", f"exit 1 but item_acceptance {decided['status']}/"
+                              f"{decided['reason_code']}", "compare_perf.py and the frozen acceptance rule disagree")
+    if key == "close_item":
+        agent.closed(st)
 
 
-def _close(d: Driver, closed: dict[str, dict[str, Any]], **values: Any) -> None:
-    values = {"REASON_CODE": None, "QUICK_ID": None, "FORMAL_IDS": None, "RELATION": None, **values}
-    d.run("close_item", label=values["ITEM_ID"], **values)
-    closed[values["ITEM_ID"]] = values
+def run_procedure(d: Driver, op: opfolder.Operator) -> tuple[Agent, dict[str, Any]]:
+    """SKILL.md's procedure as perf_next gives it: ask ``next_step`` after every step, run what it says
+    with its values, add only the plan's judgement; ends at ``done``."""
+    agent, overlap, item = Agent(op), None, None
+    for _ in range(MAX_STEPS):
+        out = next_step.next_steps(d.op, overlap=overlap)
+        overlap, todo = None, out["steps"]
+        if todo[0]["key"] == "done":
+            return agent, todo[0]
+        if out["mode"] == "choice":
+            chosen, overlap = agent.pick(out, fsio.read_json(d.op / "docs/perf/ledger.json", what="ledger.json"))
+            if chosen is None:
+                continue
+            todo = [chosen]
+        for st in todo:
+            item = st["values"].get("ITEM_ID") or item
+            run_step(d, agent, st, item)
+    raise ContractError(d.logs, "perf_next", f"no end after {MAX_STEPS} steps", "see the step logs")
 
 
-def experiment(d: Driver, op: opfolder.Operator, exp: demo_plan.Experiment, closed: dict[str, dict]) -> str:
-    """SKILL steps 11-20 for one item: hypothesis, edit, correctness, quick, formal, decide, record, close."""
-    item = {"ITEM_ID": exp.item_id, "HYPOTHESIS": exp.hypothesis, "METRIC": exp.expected_metric}
-    if exp.source_kind == "bottleneck_derived":
-        evidence = f"{BOTTLENECK_DIR}/terminal_evidence_{d.rounds[d.best]['round']}.json"
-        d.run("bottleneck_profile", label=d.best, **d.best_values())
-        d.examined.append(evidence)
-        d.run("derived_add", label=exp.item_id, TITLE=exp.hypothesis.split(":")[0][:80], **item, **d.best_values())
-    else:
-        d.run("hypothesis", label=exp.item_id, **item)
-    parent = d.best
-    d.sources[exp.version_id] = op.variant(exp.version_id)
-    d.apply(exp.version_id, op.test_file)
-    common = {**item, **d.best_values(), "CODE_REF": f"variants/{exp.version_id}/{op.test_file}"}
-    passed, run_id = d.correctness()
-    if not passed:  # close first (the tried code is archived while in place), then restore the best
-        _close(d, closed, **common, STATUS="rejected", REASON_CODE="correctness_failed", NOTE="precision gate failed")
-        d.apply(parent, op.test_file)
-        return "rejected (correctness_failed)"
-    _, quick = d.run("quick", label=exp.version_id, **d.best_values())   # paired with the current best
-    _, screen = d.run("quick_compare", QUICK_ID=quick["collection_id"], **d.best_values())
-    promo, common["QUICK_ID"] = screen["promotion"], quick["collection_id"]
-    mean = promo["mean_case_speedup"]
-    if not promo["promote"]:
-        _close(d, closed, **common, STATUS="rejected", REASON_CODE="quick_not_promoted",
-               NOTE=f"quick mean speed-up {mean:.3f} vs {parent} (rule: {promo['rule']}, threshold "
-                    f"{promo['threshold']}); slower target cases: {promo['slower_target_cases'] or 'none'}")
-        d.apply(parent, op.test_file)
-        return f"rejected (quick_not_promoted: quick mean speed-up {mean:.3f} vs {parent})"
-    entry = d.formal("paired_formal", exp.version_id, **d.best_values())
-    code, perf = d.run("formal_compare", ok=(0, 1), ROUND=entry["round"], **d.best_values())
-    decided = perf["item_acceptance"]  # the frozen rule's decision (exit 1: a target case is slower)
-    status, reason = decided["status"], decided["reason_code"]
-    if code == 1 and (status, reason) != ("rejected", "slower"):
-        raise CheckFailed(d.logs, "formal_compare", f"exit 1 but item_acceptance {status}/{reason}",
-                          "compare_perf.py and the frozen acceptance rule disagree")
-    note = f"formal compare, rule {decided['rule']}: {decided['note']}"
-    if status == "accepted":  # only accepted versions become candidates: ledger and ranking agree
-        d.run("record", label=exp.version_id, VERSION_ID=exp.version_id, ROUND=entry["round"], ITEM_ID=exp.item_id)
-    _close(d, closed, **common, STATUS=status, REASON_CODE=reason, NOTE=f"vs {parent}: {note}",
-           FORMAL_IDS=[entry["collection_id"], d.rounds[parent]["collection_id"]])
-    if status == "accepted":
-        d.best = exp.version_id
-    else:
-        d.apply(parent, op.test_file)
-    suite = perf["suite"].get("mean_case_speedup")
-    shown = "n/a" if suite is None else f"{suite:.3f}"
-    return f"{status}{f' ({reason})' if reason else ''} vs {parent}, suite mean speed-up {shown}"
-
-
-def explore(d: Driver, op: opfolder.Operator) -> dict[str, str]:
-    """SKILL steps 7-20: ledger, planned closures, record v000, every experiment in order."""
-    d.run("ledger_init")
-    _, shown = d.run("ledger_show")
-    items = [i["item_id"] for i in (shown.get("items") if isinstance(shown, dict) else shown) or []]
-    missing = demo_plan.unplanned(op.plan, items)
-    if missing:
-        raise ContractError(op.folder / "variants/variants.json", "closures", f"ledger items without a plan: "
-                            f"{missing}", "add an experiment or a closure for each enumerated item")
-    closed: dict[str, dict[str, Any]] = {}
-    close_planned(d, op, closed)
-    d.run("record_baseline", label="v000")
-    outcomes = {}
-    for exp in op.plan.experiments:
-        outcomes[exp.version_id] = experiment(d, op, exp, closed)
-        close_twins(d, op, closed)
-    return outcomes
-
-
-def finish(d: Driver, op: opfolder.Operator) -> tuple[int, dict[str, Any]]:
-    """SKILL steps 21-31: sweep, check, choose, chosen code in place, final and confirm rounds, evidence, report,
-    verify."""
-    findings = [x for f in op.plan.sweep_findings for x in ("--finding", f["finding"], f["maps_to"], f["note"])]
-    d.run("sweep", SCOPE=op.plan.sweep_scope, FINDINGS=findings,
-          EXAMINED=["docs/perf/ledger.json", "docs/perf/candidates.json", *d.examined])
-    d.run("ledger_check")
-    _, selection = d.run("choose")
-    chosen = selection["chosen"]
-    saved = json.loads((d.op / "docs/perf/candidates.json").read_text())
-    copy = next(c["saved_copy"] for c in saved["candidates"] if c["version_id"] == chosen)
-    d.sources["chosen"] = d.op / copy / op.test_file
-    d.apply("chosen", op.test_file)
-    d.run("stage4")
-    passed, _ = d.correctness()
-    if not passed:
-        raise CheckFailed(d.op / op.test_file, "chosen", f"the chosen version {chosen} fails a test", "see the log")
-    d.values["CONFIRM_PARTNER"] = selection["confirm_partner"]
-    confirm = {"verdict": "remeasure"}
-    while confirm["verdict"] == "remeasure":  # SKILL step 26: re-measure only while the verdict says so
-        d.values["CONFIRM_ROUND"] = d.formal("confirm_round", "confirm")["round"]
-        _, confirm = d.run("confirm", ok=(0, 1))
-    d.values["FINAL_ROUND"] = d.formal("final_formal", "final")["round"]
-    _, perf = d.run("final_compare", ok=(0, 1))
-    d.run("terminal")
-    d.run("report")
-    code, verdict = d.run("verify", ok=(0, 1))
-    line = "Stage 5 verification PASSED." if code == 0 else "Stage 5 verification FAILED."
+def finish(d: Driver, agent: Agent) -> tuple[int, dict[str, Any]]:
+    """The summary of the delivered evidence (the files the scripts wrote, as the last steps printed them)."""
+    verdict = agent.data.get("verify") or fsio.read_json(d.op / "docs/perf/stage5_check.json", what="stage5_check")
+    passed = verdict.get("verdict", verdict.get("status")) == "PASS"
+    line = "Stage 5 verification PASSED." if passed else "Stage 5 verification FAILED."
+    perf = fsio.read_json(d.op / "performance.json", what="performance.json")
+    selection = fsio.read_json(d.op / "docs/perf/selection.json", what="selection.json")
     result = demo_plan.summary(perf, selection, verdict, str(d.op / "PERFORMANCE_REPORT.md"), line)
-    result["confirm"] = {k: (confirm or {}).get(k) for k in ("verdict", "consistent", "ratio", "ratio_ci", "delta",
-                                                             "attempt", "limit", "action")}
-    return code, result
+    confirm = agent.data.get("confirm") or {}
+    result["confirm"] = {k: confirm.get(k) for k in ("verdict", "consistent", "ratio", "ratio_ci", "delta",
+                                                     "attempt", "limit", "action")}
+    return (0 if passed else 1), result
 
 
 def check_backend(op: opfolder.Operator) -> None:
@@ -193,12 +211,12 @@ def run_demo(workdir: str | Path | None = None, *, op_dir: str | Path | None = N
     check_backend(op)
     base = Path(workdir) if workdir else DEFAULT_WORKDIR
     run, copy = prepare(base, op.folder)
-    d = Driver(copy, run / "demo_logs", progress, bar_stream, sources={"v000": op.folder / op.test_file})
+    d = Driver(copy, run / "demo_logs", progress, bar_stream)
     start = time.monotonic()
     progress(f"demo: operator {op.name} copied to {copy} (step logs in {d.logs})")
-    setup(d, op)
-    outcomes = explore(d, op)
-    code, result = finish(d, op)
+    agent, _ = run_procedure(d, op)
+    code, result = finish(d, agent)
+    outcomes = agent.outcomes
     removed = [] if keep else prune(base, run)
     result.update(operator=op.name, outcomes=outcomes, workdir=str(run), removed_earlier_runs=removed,
                   steps_run=d.ran, seconds=round(time.monotonic() - start, 1))

@@ -6,7 +6,8 @@ them from the values the earlier steps' JSON produced (``DIR``, ``RUN_ID``, ``BE
 - a token that is exactly a placeholder: a string replaces it, a list expands to several
   arguments, ``None`` (or an empty list) drops it together with the ``--flag`` before it (SKILL: "leave out a flag
   that has no value");
-- a placeholder inside a token (``DIR/docs/perf/versions/BEST_VERSION``) is replaced as text;
+- a placeholder inside a token (``DIR/docs/perf/versions/BEST_VERSION``, ``terminal_evidence_BEST_ROUND.json``)
+  is replaced as text;
 - ``${CLAUDE_PLUGIN_ROOT}`` is the plugin root; ``python`` is the running interpreter.
 A placeholder with no value is refused: the SKILL and the run must agree on every name.
 """
@@ -31,7 +32,9 @@ NAMES = ("DIR", "TARGET_IDS", "SELECTION_MODE", "BACKEND", "OP_NAME", "DEVICE", 
          "ITEM_ID", "TITLE", "HYPOTHESIS", "METRIC", "STATUS", "REASON_CODE", "APPLICABILITY", "GROUNDS",
          "NOTE", "CODE_REF", "QUICK_ID", "FORMAL_IDS", "RELATION", "VERSION_ID", "ROUND", "COMPLIANCE",
          "SCOPE", "EXAMINED", "FINDINGS", "FINAL_ROUND", "CONFIRM_PARTNER", "CONFIRM_ROUND")
-_PLACEHOLDER = re.compile(r"\b(?:" + "|".join(sorted(NAMES, key=len, reverse=True)) + r")\b")
+# a name is delimited by anything but an upper-case letter or digit, so ``terminal_evidence_BEST_ROUND.json``
+# holds BEST_ROUND (``\b`` would not split ``_BEST_ROUND``: #27 Found 7); longest names first
+_PLACEHOLDER = re.compile(r"(?<![A-Z0-9])(?:" + "|".join(sorted(NAMES, key=len, reverse=True)) + r")(?![A-Z0-9_])")
 
 
 @dataclass(frozen=True)
@@ -41,6 +44,9 @@ class Skill:
     order: tuple[str, ...]
 
     def command(self, key: str) -> str:
+        from .steps import EXTRA
+        if key in EXTRA and key not in self.commands:
+            return EXTRA[key][1]
         if key not in self.commands:
             raise ContractError(self.path, f"step {key}", "has no 'bash step=' command block",
                                 "the demo runs only what SKILL.md says; add the step there")
@@ -66,6 +72,12 @@ def load(path: Path = SKILL_MD) -> Skill:
 
 def placeholders(command: str) -> list[str]:
     return sorted(set(_PLACEHOLDER.findall(command)))
+
+
+def step_values(command: str, values: dict[str, Any], judgement: dict[str, Any], op_dir: str) -> dict[str, Any]:
+    """The values of one perf_next step (``decide/next_step.py``): every placeholder the step does not
+    fill is left out (None), then the evidence's ``values``, the agent's ``judgement``, ``DIR``."""
+    return {**{name: None for name in placeholders(command)}, **values, **judgement, "DIR": op_dir}
 
 
 def fill(command: str, values: dict[str, Any], source: str | Path = SKILL_MD, key: str = "-") -> list[str]:

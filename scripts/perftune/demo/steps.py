@@ -54,7 +54,14 @@ STEPS = (
     Step("verify", "finish", "stage5_check.py", "the verifier"),
 )
 ORDER = tuple(s.key for s in STEPS)
-BY_KEY = {s.key: s for s in STEPS}
+# commands SKILL.md names in its prose, not as a block, that perf_next.py prints (any point of the procedure)
+EXTRA = {
+    "restore": (Step("restore", "any", "select_best.py", "put a recorded or tried version's code in place"),
+                "python3 ${CLAUDE_PLUGIN_ROOT}/scripts/select_best.py restore --op-dir DIR --version VERSION_ID --json"),
+    "close_gated": (Step("close_gated", "prepare", "ledger.py", "close every item whose recorded gate fails here"),
+                    "python3 ${CLAUDE_PLUGIN_ROOT}/scripts/ledger.py close-gated --op-dir DIR --json"),
+}
+BY_KEY = {s.key: s for s in STEPS} | {k: step for k, (step, _) in EXTRA.items()}
 ITEM_STARTS = ("bottleneck_profile", "hypothesis")
 
 
@@ -62,9 +69,9 @@ def order_problems(ran: list[str]) -> list[str]:
     """Where a run's step keys leave the SKILL's order: each step follows an earlier or the same step,
     except that a new item restarts the loop and a ``confirm`` whose verdict is ``remeasure`` goes
     back to ``confirm_round`` (SKILL step 26); ``correctness`` (step 1) recurs wherever the SKILL
-    says to run it again. Unknown keys are problems too."""
+    says to run it again; the :data:`EXTRA` commands may come anywhere. Unknown keys are problems too."""
     unknown = [k for k in ran if k not in BY_KEY]
-    seq = [k for k in ran if k in BY_KEY and k != "correctness"]
+    seq = [k for k in ran if k in ORDER and k != "correctness"]
     back = [f"{a} -> {b}" for a, b in zip(seq, seq[1:]) if ORDER.index(a) > ORDER.index(b)
             and not (b in ITEM_STARTS and BY_KEY[a].phase == "item") and (a, b) != ("confirm", "confirm_round")]
     return [f"unknown step {k}" for k in unknown] + [f"out of order: {x}" for x in back]

@@ -5,6 +5,10 @@
   completed fails there), its correctness run is a readable record whose id names its code
   (``c<NNN>-<first 8 hex of executable_sha256>``), and a file its ``source_ref`` names with a sha256
   (the bottleneck evidence of a derived item) still has that sha256.
+- ``P7.cited_paths``: every path the ledger cites as a path exists inside the operator folder: each
+  ``sweep.evidence_examined`` entry (with ``examined_files``, recorded by ``ledger.py sweep``: a file keeps
+  its sha256, a round folder loads as the same collection; ``decide/citations.py``) and each item's
+  ``code_ref`` that names a folder or file under ``docs/perf/`` (a tried or recorded version).
 - ``P1.cited_evidence``: every round folder and correctness record ``PERFORMANCE_REPORT.md`` cites loads
   the same way (P1 already checks that each cited path exists inside the operator folder).
 
@@ -18,7 +22,7 @@ from pathlib import Path
 
 from .. import fsio
 from ..contract import protocol
-from ..decide import ledger
+from ..decide import citations, ledger
 from ..errors import PerftuneError
 from ..measure import correctness, evidence
 
@@ -80,4 +84,26 @@ def report_problems(op_dir: Path, cited: list[str]) -> list[str]:
             out.append(f"{protocol.PERFORMANCE_REPORT_MD} cites {path}: {problem}")
         elif (match := _RUN.match(path)) and (problem := _run_problem(op_dir, match.group(1))):
             out.append(f"{protocol.PERFORMANCE_REPORT_MD} cites {path}: {problem}")
+    return out
+
+
+def path_problems(op_dir: Path) -> list[str]:
+    """P7.cited_paths: the sweep's examined paths and the items' archived code refs exist (and keep their
+    recorded identity); an unusable ledger is P7.ledger's."""
+    try:
+        led = ledger.load_ledger(ledger.ledger_path(op_dir))
+    except (PerftuneError, KeyError, TypeError):
+        return []
+    out = []
+    sweep = led.get("sweep") or {}
+    if "examined_files" in sweep:
+        out += citations.problems(op_dir, sweep["examined_files"], "the ledger sweep")
+        unrecorded = sorted(set(sweep["evidence_examined"]) - {r["path"] for r in sweep["examined_files"]})
+        out += [f"the ledger sweep cites {p} without a recorded identity" for p in unrecorded]
+    elif sweep:
+        out += citations.missing(op_dir, sweep.get("evidence_examined") or [], "the ledger sweep")
+    for item in led["items"]:
+        ref = (item.get("evidence") or {}).get("code_ref") or ""
+        if ref.startswith(protocol.PERF_DIR + "/"):
+            out += citations.missing(op_dir, [ref], f"ledger item {item.get('item_id')} (code_ref)")
     return out

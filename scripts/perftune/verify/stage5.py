@@ -236,6 +236,7 @@ def gate_p7(ctx: Context) -> list[Finding]:
     cat = "performance_item_coverage_invalid"
     out = (findings("P7.ledger", ev.ledger_problems(ctx.op_dir), category=cat)
            + findings("P7.cited_evidence", cited_evidence.ledger_problems(ctx.op_dir), category=cat)
+           + findings("P7.cited_paths", cited_evidence.path_problems(ctx.op_dir), category=cat)
            + findings("P7.selection", ev.selection_problems(ctx.op_dir, ctx.delivered_sha), category=cat))
     led = ctx.op_dir / protocol.PERF_DIR / protocol.LEDGER_NAME
     if led.is_file():  # the ledger cannot lie: every item's decision recomputed by the frozen rule
