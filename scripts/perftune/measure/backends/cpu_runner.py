@@ -35,6 +35,7 @@ import sys
 from pathlib import Path
 
 from . import harness_guard  # first: the clocks are bound before any operator code is imported
+from . import sim_guard      # pypto-sim only: host torch work around the launch (before the operator's import)
 
 from ... import fsio
 from ...contract import protocol
@@ -79,9 +80,10 @@ class TimingShim:
         enabled = gc.isenabled()
         gc.disable()
         try:
-            start = clock()
-            result = self.target(*args, **kwargs)
-            stop = clock()
+            with sim_guard.watch() as sim:
+                start = clock()
+                result = self.target(*args, **kwargs)
+                stop = clock()
         finally:
             if enabled:
                 gc.enable()
@@ -89,6 +91,8 @@ class TimingShim:
         self.calls += 1
         self.durations_ns.append(stop - start)
         record = attestation.after(pre, args, kwargs, result, caller)
+        if sim is not None:
+            record["sim"] = sim.record()
         self.attestations.append(record)
         self.pending.append((guard, pre, args, kwargs, result, record))
         return result
