@@ -93,6 +93,7 @@ P_CHECKS: tuple[Check, ...] = (
     _c("P9.host_compute", "pypto-sim: no torch compute in the op function outside the simulated launch", "cheating"),
     _c("P9.launch_output", "pypto-sim: every output of a timed call is what its launch wrote", "cheating"),
     _c("P9.launch_work", "pypto-sim: the launch moved >= 0.5 x the work model's read and write bytes", "cheating"),
+    _c("P9.capture_window", "msprof: other kernels' device time did not grow from the baseline to the delivered code", "cheating"),
     _c("P9.reference_call", "the op calls no reference, golden or same-named library function", "cheating"),
     _c("P10.reproduced", "the re-measurement reproduces the delivered speed-up (R1, R2)",
        "performance_evidence_invalid"),

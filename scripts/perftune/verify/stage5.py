@@ -32,7 +32,7 @@ from ..measure import correctness, evidence
 from .. import fsio
 from ..contract import manifest, protocol, schemas
 from ..errors import ContractError, PerftuneError
-from . import cited_evidence, contract_history, provenance, remeasure, resimulate, sim_launch, timed_calls
+from . import capture_window, cited_evidence, contract_history, provenance, remeasure, resimulate, sim_launch, timed_calls
 from .checks import Finding, finding, findings
 from .verdict import SUGGESTED_ACTION, Stage5Result, exit_code, render_text  # noqa: F401 (the CLI's names)
 from . import soundness as sound
@@ -275,6 +275,7 @@ def gate_p9(ctx: Context) -> list[Finding]:
     out += findings("P9.precision_gate", sound.precision_problems(ctx.op_dir, man, ctx.notes.get("correctness_record")))
     runtime = timed_calls.problems(man, list(rounds.values()), ctx.notes.get("correctness_record"), ctx.delivered_sha)
     runtime += sim_launch.problems(man, list(rounds.values()))   # pypto-sim: the work is in the launch
+    runtime += capture_window.problems(man, base, final, man.protocol.op_name)   # msprof: the whole capture
     out += findings("P9.timed_output", [(cat, msg, check, want, got) for check, cat, msg, want, got in runtime])
     return out
 
