@@ -176,13 +176,14 @@ def case_dims(model: dict[str, Any], case_id: str, shape: str, source: str) -> d
 
 def case_work(model: dict[str, Any], case_id: str, shape: str, dtype: str, source: str = "work_model"
               ) -> dict[str, Any]:
-    """Necessary arithmetic and transcendental operations and bytes of one case (integers)."""
+    """Necessary arithmetic and transcendental operations and bytes of one case (integers; ``bytes``
+    counts a read_write tensor twice, ``read_bytes``/``write_bytes`` split them by direction)."""
     dims = case_dims(model, case_id, shape, source)
     totals = {c: 0.0 for c in CLASSES}
     for op in model["operations"]:
         where = f"work_model.operations.{op['operation']} (case {case_id})"
         totals[op["class"]] += evaluate(op["count"], dims, where, source) * evaluate(op["per"], dims, where, source)
-    moved = 0.0
+    moved, by_direction = 0.0, {"read": 0.0, "write": 0.0}
     for tensor in model["tensors"]:
         where = f"work_model.tensors.{tensor['tensor']} (case {case_id})"
         name = tensor.get("dtype") or dtype_of(dtype, tensor["tensor"])
@@ -193,9 +194,13 @@ def case_work(model: dict[str, Any], case_id: str, shape: str, dtype: str, sourc
         if name not in ITEMSIZE:
             raise ContractError(source, where, f"no item size for dtype {name!r}",
                                 f"give the tensor a dtype column entry from {sorted(ITEMSIZE)}")
-        moved += evaluate(tensor["elements"], dims, where, source) * ITEMSIZE[name] * DIRECTIONS[tensor["direction"]]
+        size = evaluate(tensor["elements"], dims, where, source) * ITEMSIZE[name]
+        moved += size * DIRECTIONS[tensor["direction"]]
+        for direction in ("read", "write"):
+            by_direction[direction] += size if direction in tensor["direction"] else 0.0
     if moved <= 0:
         raise ContractError(source, f"work_model.tensors (case {case_id})", "moves no bytes", "declare the tensors")
     return {"dims": {k: int(v) if v == int(v) else v for k, v in dims.items()},
             "arithmetic_ops": int(round(totals["arithmetic"])),
-            "transcendental_ops": int(round(totals["transcendental"])), "bytes": int(round(moved))}
+            "transcendental_ops": int(round(totals["transcendental"])), "bytes": int(round(moved)),
+            "read_bytes": int(round(by_direction["read"])), "write_bytes": int(round(by_direction["write"]))}

@@ -1,12 +1,15 @@
 """Gates close what cannot apply: recorded applicability gates evaluated against the frozen operator (#27).
 
-An enumerated item carries its source file's gates (``ledger_sources.parse_gates``). Two of them are
+An enumerated item carries its source file's gates (``ledger_sources.parse_gates``). Three of them are
 decidable from the frozen manifest alone, so they need no judgement:
 
 - ``platform``: the measuring platform is the backend's (cpu: no Ascend unit at all; pypto-sim: the
   frozen ``simulator.device_arch``; msprof: the card, not recorded in the manifest → never decided
   here). A gate that names Ascend hardware (``Ascend``, ``950``, ``cube``) fails on cpu; a gate
   for 950PR/950DT only (``A2/A3 not applicable``, ``950PR/950DT only``) fails on an A2A3 simulator.
+- ``backend``: ``not <backend>[/<backend>] (why)`` fails when the frozen backend is one of them (a
+  method whose action a pypto-sim kernel cannot express: docs/pypto-sim-backend.md "Which knowledge
+  applies to a simulated kernel"); checked after ``platform``, so a cpu item keeps its platform grounds.
 - ``dtype``: a gate that is a plain list of dtypes (``FP16/BF16/FP32``, ``FP32``) fails when no
   frozen case has one of them.
 
@@ -37,6 +40,7 @@ from .ledger import ItemChange, update_item
 _DTYPES = {"FP32": "float32", "FP16": "float16", "BF16": "bfloat16", "INT8": "int8", "FP64": "float64"}
 _ASCEND = re.compile(r"\bAscend\b|\b950|\bcube\b", re.I)
 _950_ONLY = re.compile(r"A2/A3 not applicable|950PR/950DT only|other SoCs differ", re.I)
+_NOT_ON = re.compile(r"^not ([a-z][a-z-]*(?:\s*/\s*[a-z][a-z-]*)*)\b")
 
 
 # roofline status (terminal/roofline.py) -> the bound labels of a gate it satisfies
@@ -80,6 +84,9 @@ def failed_gate(gates: dict[str, str], man: Manifest, bounds: dict[str, Any] | N
         arch = (proto.simulator or {}).get("device_arch")
         if proto.backend == "pypto-sim" and arch == "A2A3" and _950_ONLY.search(platform):
             return "platform", f"the frozen simulator chip is {arch}; the item needs: {platform}"
+    excluded = _NOT_ON.match(gates.get("backend", "").strip())
+    if excluded and proto.backend in [b.strip() for b in excluded.group(1).split("/")]:
+        return "backend", f"the frozen backend is {proto.backend}; the item: {gates['backend']}"
     dtype = gates.get("dtype", "").strip()
     names = [d.strip().upper() for d in dtype.split("/")]
     if dtype and all(n in _DTYPES for n in names):

@@ -23,7 +23,8 @@ plugin with identical content still verifies. A ledger without the field reads `
 
 Gates: an item's applicability gates are read from its file (:func:`parse_gates`): the bullets
 ``- **key**: text`` of a markdown ``## Gates`` section, or the ``# Gates: key=text; ...`` header
-comment of a template. A file without gates yields none (the item then carries no ``gates``).
+comment of a template. A file without gates yields none (the item then carries no ``gates``). The
+optional ``backend`` gate (``not pypto-sim (why)``) names the measuring backends the item cannot apply to.
 """
 
 from __future__ import annotations
@@ -45,7 +46,8 @@ INDEX_DIRS = {"general_method": "general-methods", "knowledge_card": "knowledge-
 SELECTION_FIELDS = ("optional_patterns", "required_constraints")
 REQUIREMENT_KINDS = ("obligation", "precondition", "validation_scope")
 INDEX_COLUMNS = ("id", "title", "lifecycle", "optimization_eligible", "file")
-GATE_KEYS = ("platform", "dtype", "shape", "bound")
+GATE_KEYS = ("platform", "dtype", "shape", "bound")           # every item states these
+OPTIONAL_GATE_KEYS = ("backend",)                            # stated where a measuring backend cannot apply it
 _MD_GATE = re.compile(r"^- \*\*(\w+)\*\*: *(\S.*)$")
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 
@@ -183,7 +185,8 @@ def parse_index(text: str, source: str = "INDEX.md") -> list[IndexRow]:
 
 
 def parse_gates(text: str) -> tuple[tuple[str, str], ...]:
-    """(key, text) gates of an item file, in :data:`GATE_KEYS` order (pure; empty when none)."""
+    """(key, text) gates of an item file, in :data:`GATE_KEYS` + :data:`OPTIONAL_GATE_KEYS` order (pure;
+    empty when none)."""
     found: dict[str, str] = {}
     lines = text.splitlines()
     if text.startswith("# template-"):
@@ -200,7 +203,7 @@ def parse_gates(text: str) -> tuple[tuple[str, str], ...]:
                 inside = line[3:].strip() == "Gates"
             elif inside and (m := _MD_GATE.match(line)):
                 found[m.group(1)] = m.group(2).strip()
-    return tuple((k, found[k]) for k in GATE_KEYS if k in found)
+    return tuple((k, found[k]) for k in GATE_KEYS + OPTIONAL_GATE_KEYS if k in found)
 
 
 def origin_of(op_dir: str | Path, sources_dir: str | Path | None) -> dict[str, str]:

@@ -224,3 +224,30 @@ def select_task_time(task_time: pd.DataFrame, op_summary: pd.DataFrame, op_name:
                             f"{task} of {op_name!r} (need 1)", "archive the task_time of the same run")
     return msprof_csv.positive_duration(task_time.iloc[hits[0]][msprof_csv.TASK_TIME], source,
                                         msprof_csv.TASK_TIME, hits[0] + 1)
+
+
+ACLNN = re.compile(r"^aclnn", re.I)
+
+
+def capture(frame: pd.DataFrame, op_name: str, source: str, task_time: pd.DataFrame | None = None) -> dict[str, Any]:
+    """The whole capture's device time against the target's (issue 28 item 7): ``target_us`` is the
+    target's compute tasks (control tasks never summed, as above), ``other_us`` every other op's rows:
+    ``others`` lists each with its launches, device µs and kind: ``aclnn`` (an ``aclnn*`` op: a torch
+    or ACL call the process made) and ``compute`` false for ``AI_CPU``/``HCCL`` tasks (a host round
+    trip or a collective)."""
+    op_launches(frame, op_name, source, task_time)   # the target must be there (one exact name)
+    target_us, others = 0.0, []
+    for item in group(frame, source, task_time):
+        device = round(float(sum(d for d in item.launch_durations() if d is not None)), 6)
+        if item.op_name == op_name:
+            target_us = device
+            continue
+        others.append({"op_name": item.op_name, "launches": item.launches, "device_us": device,
+                       "aclnn": bool(ACLNN.match(item.op_name)), "compute": COMPUTE in item.kinds,
+                       "task_types": sorted(set(item.labels))})
+    others.sort(key=lambda o: (-o["device_us"], o["op_name"]))
+    other_us = round(float(sum(o["device_us"] for o in others)), 6)
+    return {"op_name": op_name, "target_us": target_us, "other_us": other_us,
+            "capture_us": round(target_us + other_us, 6), "others": others,
+            "aclnn_ops": [o["op_name"] for o in others if o["aclnn"]],
+            "non_compute_ops": [o["op_name"] for o in others if not o["compute"]]}

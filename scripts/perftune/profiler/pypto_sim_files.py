@@ -13,6 +13,10 @@ every number the pypto-sim backend reports is re-derived from the archived raw f
 - ``_simulate.swim.json`` / ``_simulate.pipe.swim.json`` (:func:`busy_model`): one entry per core
   (``blockIdx``, ``coreType`` AIC/AIV) with ``tasks`` (``execStart``/``execEnd`` cycles) and
   ``pipeLogs`` (pipe name → tile-op spans in cycles).
+- ``_simulate.pipe.swim.json`` tile ops (:func:`moved_bytes`): each ``tileOp`` text names its
+  operands as ``<id> <MEM>_[offset][shape]-<ids> <N>B`` (``COPY_IN 11 DDR_[0,0][64,1024]-11-14 262144B
+  TO 206 UB_[0,0][8,1024]-206-92 32768B``); a transfer's bytes are those of its on-chip operand (UB,
+  L1, L0C: the tile), never the whole DDR tensor it reads from or writes into.
 - ``bubble_analysis.log`` (:func:`parse_bubble_log`): per core ``[NAME] Execute task num:N`` then
   ``Core Total Work Time``, ``Total Wait Time``, ``Wait Schedule Time``, ``Wait Predecessor Time``
   (µs). Cores that ran no task are dropped from the summary.
@@ -260,4 +264,28 @@ def tile_results(pipe_swim: Any) -> list[tuple[str, int]]:
                 if match:
                     elements = math.prod(int(d) for d in match.group(2).split(","))
                     out.append((match.group(1), int(match.group(3)) // max(1, elements)))
+    return out
+
+
+_OPERAND = re.compile(r"\b(?P<mem>[A-Z][A-Z0-9]*)_\[[^\]]*\]\[[\d, ]*\][^ ]* (?P<bytes>\d+)B\b")
+MOVE_PIPES = {"MTE_IN": "read", "MTE_OUT": "write"}   # global -> local, local -> global
+
+
+def moved_bytes(pipe_swim: Any, source: str = PIPE_SWIM_JSON) -> dict[str, int]:
+    """Bytes the launch moved between global memory and the cores: ``read`` (MTE_IN tile ops),
+    ``write`` (MTE_OUT), summed over every core, and ``transfers`` (the tile-op count)."""
+    if not isinstance(pipe_swim, list):
+        raise ContractError(source, "-", "not a list of cores", "re-collect the round")
+    out = {"read": 0, "write": 0, "transfers": 0}
+    for core in pipe_swim:
+        logs = core.get("pipeLogs") if isinstance(core, dict) else None
+        for pipe, direction in MOVE_PIPES.items():
+            for entry in (logs or {}).get(pipe) or []:
+                text = entry.get("tileOp", "") if isinstance(entry, dict) else ""
+                tile = [int(m["bytes"]) for m in _OPERAND.finditer(text) if m["mem"] != "DDR"]
+                if not tile:
+                    raise ContractError(source, f"pipeLogs.{pipe}.tileOp", f"no on-chip operand in {text[:80]!r}",
+                                        "update pypto_sim_files.moved_bytes for this pypto")
+                out[direction] += max(tile)
+                out["transfers"] += 1
     return out

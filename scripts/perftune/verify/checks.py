@@ -92,6 +92,10 @@ P_CHECKS: tuple[Check, ...] = (
     _c("P9.other_cpu", "no CPU spent by other threads after the call returned", "cheating"),
     _c("P9.patched_library", "no numpy, math, time, builtins or torch attribute replaced", "cheating"),
     _c("P9.file_io", "no file input/output above 64 KiB during a timed call", "cheating"),
+    _c("P9.host_compute", "pypto-sim: no torch compute in the op function outside the simulated launch", "cheating"),
+    _c("P9.launch_output", "pypto-sim: every output of a timed call is what its launch wrote", "cheating"),
+    _c("P9.launch_work", "pypto-sim: the launch moved >= 0.5 x the work model's read and write bytes", "cheating"),
+    _c("P9.capture_window", "msprof: other kernels' device time did not grow from the baseline to the delivered code", "cheating"),
     _c("P9.reference_call", "the op calls no reference, golden or same-named library function", "cheating"),
     _c("P9.sampled_values", "the values kept of random timed calls and the last meet the frozen gate against the "
        "reference on their inputs", "cheating"),

@@ -32,8 +32,8 @@ from ..measure import correctness, evidence
 from .. import fsio
 from ..contract import manifest, protocol, schemas
 from ..errors import ContractError, PerftuneError
-from . import beyond_p0, cited_evidence, contract_history, plausibility, provenance, remeasure, resimulate
-from . import sampled_values, timed_calls
+from . import beyond_p0, capture_window, cited_evidence, contract_history, plausibility, provenance, remeasure
+from . import resimulate, sampled_values, sim_launch, timed_calls
 from .checks import Finding, finding, findings
 from .verdict import SUGGESTED_ACTION, Stage5Result, exit_code, render_text  # noqa: F401 (the CLI's names)
 from . import soundness as sound
@@ -275,9 +275,11 @@ def gate_p9(ctx: Context) -> list[Finding]:
                                    f"{exc.line()}"))
     out += findings("P9.attestation", sound.attestation_problems(ctx.op_dir, man, list(rounds.values()), golden))
     out += findings("P9.precision_gate", sound.precision_problems(ctx.op_dir, man, ctx.notes.get("correctness_record")))
-    out += findings("P9.timed_output", [(cat, msg, check, want, got) for check, cat, msg, want, got in timed_calls.problems(
-        man, list(rounds.values()), ctx.notes.get("correctness_record"), ctx.delivered_sha)])
     checked = list(rounds.values())
+    runtime = timed_calls.problems(man, checked, ctx.notes.get("correctness_record"), ctx.delivered_sha)
+    runtime += sim_launch.problems(man, checked)   # pypto-sim: the work is in the launch
+    runtime += capture_window.problems(man, base, final, man.protocol.op_name)   # msprof: the whole capture
+    out += findings("P9.timed_output", [(cat, msg, check, want, got) for check, cat, msg, want, got in runtime])
     out += findings("P9.sampled_values", [(cat, msg, check, want, got) for check, cat, msg, want, got in (
         sampled_values.value_problems(ctx.op_dir, man, checked, ctx.delivered_sha, golden)
         + sampled_values.dtype_problems(man, checked, ctx.delivered_sha))])

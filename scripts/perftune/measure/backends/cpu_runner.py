@@ -37,6 +37,7 @@ import sys
 from pathlib import Path
 
 from . import harness_guard  # first: the clocks are bound before any operator code is imported
+from . import sim_guard      # pypto-sim only: host torch work around the launch (before the operator's import)
 
 from ... import fsio
 from ...contract import protocol
@@ -84,9 +85,10 @@ class TimingShim:
         enabled = gc.isenabled()
         gc.disable()
         try:
-            start = clock()
-            result = self.target(*args, **kwargs)
-            stop = clock()
+            with sim_guard.watch() as sim:
+                start = clock()
+                result = self.target(*args, **kwargs)
+                stop = clock()
         finally:
             if enabled:
                 gc.enable()
@@ -96,6 +98,8 @@ class TimingShim:
         record = attestation.after(pre, args, kwargs, result, caller)
         if self.keeping and self.fresh_seed is None:   # outside the timed region (measure/sampled_values.py)
             record["sampled"] = sampled_values.keep(record, args, kwargs, result, *self.keeping)
+        if sim is not None:
+            record["sim"] = sim.record()
         self.attestations.append(record)
         self.pending.append((guard, pre, args, kwargs, result, record))
         return result

@@ -263,6 +263,16 @@ def read_details(repeat_dir: Path) -> dict[str, Any]:
                         "wait_us": round(sum(c["wait_us"] for c in bubbles.values()), 6)}}
 
 
+def moved_bytes(repeat_dir: Path) -> dict[str, int]:
+    """Bytes the archived launch moved to and from global memory (``pypto_sim_files.moved_bytes``)."""
+    try:
+        pipes = json.loads(_text(repeat_dir / files.PIPE_SWIM_JSON))
+    except json.JSONDecodeError as exc:
+        raise ContractError(repeat_dir / files.PIPE_SWIM_JSON, "-", f"malformed JSON: {exc.msg}",
+                            "re-collect the round") from None
+    return files.moved_bytes(pipes, str(repeat_dir / files.PIPE_SWIM_JSON))
+
+
 def launch_problems(case_dir: Path, case_id: str, repeats: int, codes: dict[str, str], seen: dict[str, str],
                     op_dir: Path) -> list[str]:
     """Reuse check for a deterministic backend, where equal samples are expected: every archived

@@ -32,6 +32,7 @@ from pathlib import Path
 from ... import fsio
 from ...argv import parser_from_doc
 from ...errors import run_cli
+from . import sim_guard
 from .pypto_sim import effective_config
 
 LAUNCH_LOG_ENV = "PERFTUNE_SIM_LAUNCH_LOG"
@@ -41,7 +42,8 @@ SIDE_FILE_ENV = {"TILE_FWK_OUTPUT_DIR": "output", "PYPTO_HOME": "pypto_home",
 
 def side_file_env(scratch: Path) -> dict[str, str]:
     """The environment that keeps every PyPTO side file inside ``scratch``."""
-    return {name: str(scratch / leaf) for name, leaf in SIDE_FILE_ENV.items()} | {"MPLBACKEND": "Agg"}
+    return ({name: str(scratch / leaf) for name, leaf in SIDE_FILE_ENV.items()}
+            | {"MPLBACKEND": "Agg", sim_guard.ACTIVE_ENV: "1"})   # sim_guard: host work around the launch
 
 
 def main(argv=None) -> int:
@@ -71,6 +73,7 @@ def _run(args, scratch: Path) -> int:
     env = side_file_env(scratch)
     fsio.write_text(env["TILEFWK_CONFIG_PATH"], effective_config(args.arch)[0])
     os.environ.update(env)
+    sim_guard.activate()   # this process is a pypto-sim measurement (before the operator's import)
     sys.argv = [args.module, *args.args]
     try:
         runpy.run_module(args.module, run_name="__main__", alter_sys=True)
