@@ -80,6 +80,7 @@ def test_a_failure_the_baseline_shares_is_a_disclosed_limit_and_no_support_range
     code, found = pipeline.check(op)
     assert (code, found["verdict"], found["failures"]) == (0, "PASS", []), found["failures"]
     note = found["beyond_p0"]
-    assert note["support_shapes"]["status"] == "unverified" and "no support range" in note["support_shapes"]["reason"]
+    assert note["support_shapes"]["status"] == "unverified"
+    assert "no support range" in note["support_shapes"]["reason"]
     assert [limit.split(":")[0] for limit in note["limits"]] == [f"case {pipeline.CASE}"]
     assert "tail" in note["limits"][0] and note["cases"][0]["tail"]["meets_frozen_gate"] is False

@@ -37,7 +37,8 @@ def test_the_example_range_is_frozen_and_shared_sizes_stay_equal_in_every_drawn_
 
 
 @pytest.mark.parametrize("old, new, needle", [
-    ("| cols | shape[1] | 1 | 8192 | 1 |", "| cols | shape[1] | 1 | 1024 | 1 |", "P0 shape [64,4096]: cols=4096 is outside"),
+    ("| cols | shape[1] | 1 | 8192 | 1 |", "| cols | shape[1] | 1 | 1024 | 1 |",
+     "P0 shape [64,4096]: cols=4096 is outside"),
     ("| cols | shape[1] | 1 | 8192 | 1 |", "", "position shape[1] is set by no dimension"),
     ("| rows | shape[0] | 1 | 4096 | 1 |", "| rows | rows | 1 | 4096 | 1 |", "are not like shape[0]"),
     ("| rows | shape[0] | 1 | 4096 | 1 |", "| rows | shape[0] | 9 | 4 | 1 |", "needs 1 <= min <= max"),

@@ -26,14 +26,15 @@ def probe(op, tmp_path, case="r64_c4096_fp32", shapes=SHAPES, seed=5):
     return json.loads(out.read_text())
 
 
-@pytest.mark.parametrize("kernel, tail, shapes, reductions", [
+@pytest.mark.parametrize("kernel, tail, shapes, reductions", [   # the example's strict gate
     (None, True, [True, True], ["add.reduce:float64"]),
     ("p0_shape_fast_path", True, [False, False], ["add.reduce:float32"]),
     ("dropped_stabilisation", False, [True, True], ["add.reduce:float32"]),
-    ("precision_downcast", False, [False, False], ["add.reduce:float16", "add.reduce:float32"]),   # the strict gate here
+    ("precision_downcast", False, [False, False], ["add.reduce:float16", "add.reduce:float32"]),
     ("logsumexp", True, [True, True], ["add.reduce:float32"]),
 ])
-def test_tails_shapes_and_accumulation_dtypes_of_planted_kernels(op_dir, tmp_path, kernel, tail, shapes, reductions):
+def test_tails_shapes_and_accumulation_dtypes_of_planted_kernels(op_dir, tmp_path, kernel, tail, shapes,
+                                                                 reductions):
     freeze_example(op_dir)
     if kernel:
         cheat_pipeline.plant_kernel(op_dir, kernel)

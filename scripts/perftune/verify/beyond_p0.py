@@ -31,6 +31,7 @@ from .. import fsio
 from ..contract import op_name, protocol, support_range
 from ..errors import PerftuneError
 from ..measure import correctness, evidence, probes
+from ..measure.beyond_probe import TAIL_SIGMAS
 from ..profiler import pypto_sim_files as files
 from ..measure.backends.case_adapter import find_runner
 from . import remeasure
@@ -99,15 +100,15 @@ def _narrow(result: dict[str, Any]) -> list[str]:
 
 
 def _figure(entry: dict[str, Any]) -> str:
-    return entry.get("error") or f"matched_ratio {entry.get('matched_ratio')}, max_abs_error {entry.get('max_abs_error')}" \
-        + (f", non-finite {entry['non_finite']}" if entry.get("non_finite") else "")
+    figures = f"matched_ratio {entry.get('matched_ratio')}, max_abs_error {entry.get('max_abs_error')}"
+    return entry.get("error") or figures + (f", non-finite {entry['non_finite']}" if entry.get("non_finite") else "")
 
 
 def run(op_dir: Path, man, base, final) -> tuple[list[Problem], dict[str, Any]]:
     """The problems (for :func:`..checks.findings`) and the note ``stage5_check.json`` cites as ``beyond_p0``."""
     support, backend = man.raw.get("support_range"), man.protocol.backend
     seed, started = secrets.randbelow(2 ** 31), time.monotonic()
-    note: dict[str, Any] = {"seed": seed, "tail_sigmas": 30.0, "cases": [], "limits": []}
+    note: dict[str, Any] = {"seed": seed, "tail_sigmas": TAIL_SIGMAS, "cases": [], "limits": []}
     if backend not in ("cpu", *protocol.DETERMINISTIC_BACKENDS):
         return [], {**note, "status": "not_run", "reason": f"{backend}: the probes run on cpu and pypto-sim only"}
     if support is None:
@@ -154,7 +155,8 @@ def run(op_dir: Path, man, base, final) -> tuple[list[Problem], dict[str, Any]]:
         base_failed, base_narrow = _failures(again), _narrow(again)
         for name, entry in failed.items():
             check = "P9.tail_inputs" if name == "tail" else "P9.support_shapes"
-            what = f"case {case.id}: {name} ({'inputs at +-30 sigma' if name == 'tail' else 'drawn shape'})"
+            kind = f"inputs at +-{TAIL_SIGMAS:g} sigma" if name == "tail" else "drawn shape"
+            what = f"case {case.id}: {name} ({kind})"
             if name in base_failed or again.get("problem"):
                 note["limits"].append(f"{what}: the delivered code and the baseline both fail the frozen gate "
                                       f"({_figure(entry)}); Stage 4's limit, disclosed")
@@ -174,5 +176,6 @@ def run(op_dir: Path, man, base, final) -> tuple[list[Problem], dict[str, Any]]:
 
 
 def _short(entry: dict[str, Any] | None) -> dict[str, Any] | None:
-    keep = ("shape", "dtype", "matched_ratio", "max_abs_error", "meets_frozen_gate", "error", "unverified", "non_finite")
+    keep = ("shape", "dtype", "matched_ratio", "max_abs_error", "meets_frozen_gate", "error", "unverified",
+            "non_finite")
     return None if entry is None else {k: entry[k] for k in keep if k in entry}
