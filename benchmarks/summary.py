@@ -155,9 +155,11 @@ def real_backend_md(results: Path) -> list[str]:
         d = json.loads(path.read_text())
         out += ["## 8. The pypto-sim loop: product time and launches vs the distinct simulations", "",
                 f"`benchmarks/pypto_sim/bench_pypto_sim.py` (run on its own): one `demo.py --example pypto_softmax` "
-                f"on {d['cpu_count']} cores, load {d['load'][0]:.1f}; targets ≤ 2 launches per distinct (version, "
-                "case) and wall ≤ 2× their raw simulation (idle machine).", "",
-                _load("pypto_sim", "bench_pypto_sim").table(d), ""]
+                f"on {d['cpu_count']} cores, {d.get('conditions') or 'load %.1f' % d['load'][0]}; targets ≤ 2 launches "
+                "per distinct launch the protocol needs ((version, case) questions + P10's re-simulations) and wall "
+                "≤ 2× their raw simulation (idle machine). A launch belongs to the demo step whose window holds its "
+                "start; new distinct = questions no earlier step asked; raw = their count × the median timed launch.",
+                "", _load("pypto_sim", "bench_pypto_sim").table(d), ""]
     return out
 
 

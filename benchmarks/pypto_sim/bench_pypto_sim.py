@@ -15,7 +15,7 @@ launch belongs to the demo step whose window, from ``demo_logs``, holds its star
 the questions no earlier step asked, product seconds and product ÷ raw of those questions.
 
 usage:
-  python benchmarks/pypto_sim/bench_pypto_sim.py [--out DIR] [--workdir DIR --launch-log FILE --wall S]
+  python benchmarks/pypto_sim/bench_pypto_sim.py [--out DIR] [--workdir DIR --launch-log FILE --wall S] [--conditions TEXT]
 
 example:
   python benchmarks/pypto_sim/bench_pypto_sim.py --out benchmarks/results   # one demo, ~5-10 min
@@ -139,7 +139,7 @@ def table(d: dict) -> str:
         f"{l['correctness_tests']} + {l['correctness_probes']}) | {d['distinct_questions']} | {d['launches_per_distinct']} |",
         "", "| step | runs | launches | new distinct | product s | raw sim s | product ÷ raw |", "|---|---|---|---|---|---|---|",
         *(f"| {name} | {g['steps']} | {g['launches']} | {g['new_questions']} | {g['product_s']} | {g['raw_s']} | "
-          f"{g['product_per_raw'] if g['product_per_raw'] is not None else '—'} |" for name, g in d["steps"].items())])
+          f"{g['product_per_raw'] if g['product_per_raw'] is not None else '—'} |" for name, g in ((n, d["steps"][n]) for n in ORDER))])
 
 
 def main(argv=None) -> int:
@@ -148,6 +148,7 @@ def main(argv=None) -> int:
     parser.add_argument("--workdir", type=Path, help="a kept demo work folder (else one demo is run)")
     parser.add_argument("--launch-log", type=Path, help="its PERFTUNE_SIM_LAUNCH_LOG file")
     parser.add_argument("--wall", type=float, help="its wall seconds")
+    parser.add_argument("--conditions", help="how the run was made (load at its start and end, branch), kept in the JSON")
     args = parser.parse_args(argv)
     if args.workdir:
         if not (args.launch_log and args.wall):
@@ -157,6 +158,8 @@ def main(argv=None) -> int:
         with tempfile.TemporaryDirectory(prefix="bench_pypto_sim_") as tmp:
             work, log = Path(tmp) / "work", Path(tmp) / "launches.jsonl"
             result = analyse(work, log, run_demo(work, log))
+    if args.conditions:
+        result["conditions"] = args.conditions
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "pypto_sim.json").write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
     print(table(result))

@@ -89,5 +89,12 @@ def test_scaffold_to_stage5_pass_on_pypto_sim(tmp_path):
         == [(1, "round_001"), (2, "round_001")]
     [measured] = (op / "docs/perf/round_001").glob("case_*/measurement.json")
     assert quick["cases"][0]["duration_samples_us"] == json.loads(measured.read_text())["duration_samples_us"]
+    # correctness of the same code, goldens, manifest and simulator: the passed record answers it again
+    runs = sorted((op / "docs/perf/correctness").glob("c*.json"))
+    again = run_script("check_correctness.py", "--op-dir", op, "--json", cwd=op)
+    assert again.returncode == 0, again.stderr
+    first_run, reused = json.loads(runs[-1].read_text()), json.loads(again.stdout)
+    assert reused["reused_from"] == first_run["run_id"] and reused["question"] == first_run["question"]
+    assert reused["cases"] == first_run["cases"] and reused["run_id"] != first_run["run_id"]
     correctness = json.loads(sorted((op / "docs/perf/correctness").glob("c*.json"))[-1].read_text())
     assert correctness["all_passed"] and correctness["cases"][0]["probe"]["gate_dtype"] == "bfloat16"

@@ -13,6 +13,12 @@ the verifier can accept a recorded run whose hash equals the current code), and 
 ``passed`` (exit code 0), ``matched_ratio`` and ``max_abs_error`` parsed from the test output
 (null when the test did not print them: missing is never zero), and the output tail.
 
+On a deterministic backend (pypto-sim, frozen manifest) a run answers a question: the
+``executable_sha256``, every ``.py`` of the op folder (goldens too), the frozen manifest and
+``FROZEN_INPUTS.json``, the device and the simulator fingerprint; its sha256 is recorded as
+``question``. A later run asking a question an original record answered with ``all_passed`` starts
+no process: it writes a new record with the same cases and ``reused_from: <run_id>`` (issue 30).
+
 Decisions: ``run_id`` = ``c<NNN>-<sha8>`` (sequence + first 8 hex of the code hash), reserved by
 an exclusive create; the hash is taken before and after the run and a change refuses the record
 (no evidence from mixed code); a per-case timeout counts as a failure.
@@ -158,6 +164,14 @@ def run_all(op_dir: str | Path, *, at: str, test_file: str | None = None,
     # cpu and pypto-sim: the test and probe processes are independent and share no device (side by side)
     workers = min(os.cpu_count() or 1, 4) if man and man.protocol and man.protocol.backend in (
         "cpu", *protocol.DETERMINISTIC_BACKENDS) else 1
+    question = _question(root, man, sha) if man and man.protocol and \
+        man.protocol.backend in protocol.DETERMINISTIC_BACKENDS else None
+    earlier = _answered(root, question) if question else None
+    if earlier is not None:   # deterministic: this very question passed before; no process is started
+        return _reserve_write(root, sha, {**{k: earlier[k] for k in ("schema_version", "executable_sha256",
+                                                                       "source_files", "test_file", "device_id",
+                                                                       "cases", "all_passed")},
+                                          "created_at": at, "question": question, "reused_from": earlier["run_id"]})
     planned = planned_tests(root, path, man)
     runs = _in_order([partial(run_case, root, path.stem, function, env, timeout_s) for _, function, _ in planned],
                      workers)
@@ -179,8 +193,31 @@ def run_all(op_dir: str | Path, *, at: str, test_file: str | None = None,
     record = {"schema_version": 1, "executable_sha256": sha, "source_files": files,
               "test_file": fsio.file_record(path, root), "device_id": int(env[protocol.DEVICE_ENV]),
               "cases": cases, "all_passed": all(c["passed"] and not probe_failure(c) for c in cases),
-              "created_at": at}
+              "created_at": at, **({"question": question} if question else {})}
     return _reserve_write(root, sha, record)
+
+
+def _question(root: Path, man: manifest.Manifest, sha: str) -> str:
+    """What a deterministic correctness run answers: the code, every .py of the op folder (goldens too),
+    the frozen manifest and inputs, and the simulator environment (pypto, torch, chip, config)."""
+    from . import fingerprint
+    frozen = [root / protocol.MANIFEST_NAME, root / "FROZEN_INPUTS.json", *sorted(root.glob("*.py"))]
+    return fsio.sha256_bytes(fsio.dumps({"executable_sha256": sha, "device_id": man.protocol.device_id,
+                                        "files": {p.name: fsio.sha256_file(p) for p in frozen if p.is_file()},
+                                        "environment": fingerprint.collect(man.protocol.backend, man.protocol)}).encode("utf-8"))
+
+
+def _answered(root: Path, question: str) -> dict[str, Any] | None:
+    """The first original record (not itself reused) that answered ``question`` and passed."""
+    for path in sorted(runs_dir(root).glob("c*.json")):
+        try:
+            obj = fsio.read_json(path, what="correctness record")
+        except ContractError:
+            continue
+        if isinstance(obj, dict) and obj.get("question") == question and obj.get("all_passed") is True \
+                and "reused_from" not in obj:
+            return obj
+    return None
 
 
 def probe_failure(case: dict[str, Any]) -> str | None:
