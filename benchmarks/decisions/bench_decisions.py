@@ -105,7 +105,7 @@ def confirm_only(args) -> int:
     path.write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
     for row in rows:
         print(f"confirm δ {row['delta']:.0%} ranked +{row['ranking_effect']:.0%} confirmed +{row['confirm_effect']:.0%}: "
-              f"consistent {row['consistent']:.1%} ({row['ends']})")
+              f"consistent {row['consistent']:.1%} (" + ", ".join(f"{k} {v:.1%}" for k, v in row["ends"].items()) + ")")
     return 0
 
 
@@ -149,7 +149,7 @@ def main() -> int:
               + ", ".join(f"{rule} {row[rule]:.1%}" for rule in simulate.RULES))
     for row in confirm_results:
         print(f"confirm δ {row['delta']:.0%} ranked +{row['ranking_effect']:.0%} confirmed +{row['confirm_effect']:.0%}: "
-              f"consistent {row['consistent']:.1%} ({row['ends']})")
+              f"consistent {row['consistent']:.1%} (" + ", ".join(f"{k} {v:.1%}" for k, v in row["ends"].items()) + ")")
     return 0
 
 
