@@ -226,7 +226,10 @@ def run_formal(ctx: Context, *, retry: int = 0, paired_with: Path | None = None,
         raise ContractError("collect_perf.py", "--retry", f"{retry} < 0", "use 0 or more")
     base_spec, paired = None, None
     if paired_with is not None:
-        version = Path(paired_with).resolve()
+        # a saved version folder as printed (absolute, or relative to the operator folder) or its version id
+        version = next((p.resolve() for p in (Path(paired_with), ctx.op_dir / paired_with,
+                                              evidence.perf_dir(ctx.op_dir) / "versions" / paired_with)
+                        if p.is_dir()), Path(paired_with))
         if not version.is_dir():
             raise ContractError(paired_with, "--paired-with", "is not a directory", "pass a saved version folder")
         base_spec = dataclasses.replace(ctx.spec, runner=find_runner(version))
