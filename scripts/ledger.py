@@ -1,12 +1,11 @@
 #!/usr/bin/env python3
 """Edit the Stage 5 optimisation-item ledger docs/perf/ledger.json (lock + atomic write + history).
 
-`init` enumerates KB_SELECTION.json obligations and the general-method, knowledge-card and
-template INDEX tables (active + eligible rows) and never overwrites; `add` creates a
-bottleneck_derived item (refused while a preset item is open); `update` changes status, reason
-and evidence and validates the transition; `reopen` sends a closed item back to pending; `sweep`
-records the final candidate sweep; `show` prints the table; `close-gated` closes as not_applicable every
-pending item whose recorded gate (platform, dtype, bound once profiled) fails here. Formats: docs/ledger.md.
+`init` enumerates KB_SELECTION.json obligations and the general-method, knowledge-card and template INDEX
+tables (active + eligible rows), never overwrites; `add` creates a bottleneck_derived item (refused while a
+preset item is open); `update` changes status, reason and evidence and validates the transition; `reopen`
+sends a closed item back to pending; `sweep` records the final sweep; `show` prints the table; `close-gated`
+closes not_applicable every pending item whose gate (platform, dtype, bound) fails here. docs/ledger.md.
 
 usage:
   ledger.py init --op-dir DIR [--sources-dir DIR]
@@ -34,6 +33,7 @@ from datetime import datetime, timezone
 from perftune import fsio
 from perftune.decide import citations, item_decision, ledger, ledger_gates, ledger_sources
 from perftune.contract import manifest, protocol
+from perftune.measure import correctness
 from perftune.argv import add_json_flag, parser_from_doc
 from perftune.errors import run_cli
 
@@ -88,7 +88,7 @@ def edit(args, at: str):
                                                at=at, actor=args.actor, examined_files=cited)
     change = ledger.ItemChange(
         status=args.status, reason_code=args.reason_code, note=args.note, code_ref=args.code_ref,
-        correctness=args.correctness, quick=tuple(args.quick), formal=tuple(args.formal), mechanism=args.mechanism,
+        correctness=correctness.run_id_of(args.correctness), quick=tuple(args.quick), formal=tuple(args.formal), mechanism=args.mechanism,
         restore_point=args.restore_point, relations=tuple(map(tuple, args.relation)),
         applicability=args.applicability, grounds=args.grounds, expected_metric=args.expected_metric,
         hypothesis=args.hypothesis)

@@ -37,7 +37,7 @@ from __future__ import annotations
 import sys
 
 from perftune.decide import candidates, versions
-from perftune.measure import evidence
+from perftune.measure import correctness, evidence
 from perftune import fsio
 from perftune.argv import add_json_flag, parser_from_doc
 from perftune.errors import run_cli
@@ -70,7 +70,7 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "record":
         out = candidates.record(args.op_dir, version_id=args.version_id, round_ref=args.round, items=args.items,
-                                correctness_id=args.correctness, compliance=args.compliance, at=evidence.utc_now(),
+                                correctness_id=correctness.run_id_of(args.correctness), compliance=args.compliance, at=evidence.utc_now(),
                                 supersedes=args.supersedes)
         text, code = f"recorded {out['version_id']} (evaluation_order {out['evaluation_order']}, " \
                      f"{out['formal_collection_id']}, kb_gaps_open={out['kb_gaps_open']})", 0

@@ -60,7 +60,8 @@ def load_candidates(op_dir: str | Path, *, required: bool = True) -> dict[str, A
 
 def _is_quick(op_dir: Path, ref: str) -> bool:
     quick = Path(op_dir) / protocol.PERF_DIR / evidence.QUICK_DIR
-    if ref.startswith(evidence.QUICK_PREFIX) or (quick / ref).is_dir():
+    name = Path(ref).name   # a name, a path (relative or absolute) or a collection id, as printed (#27)
+    if name.startswith(evidence.QUICK_PREFIX) or (not Path(ref).is_absolute() and (quick / ref).is_dir()):
         return True
     for path in quick.glob(f"*/{protocol.QUICK_NAME}"):
         try:

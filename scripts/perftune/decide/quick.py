@@ -114,8 +114,12 @@ def build_quick(*, task: str, manifest: Manifest, baseline: Any, quick: Mapping[
 def _find_quick(root: Path, ref: str) -> Path:
     from ..measure import evidence
     quick_root = evidence.perf_dir(root) / evidence.QUICK_DIR
-    if re.fullmatch(rf"{evidence.QUICK_PREFIX}\d+", Path(ref).name):
-        return fsio.safe_join(quick_root, Path(ref).name, field="--quick", source=quick_root)
+    if re.fullmatch(rf"{evidence.QUICK_PREFIX}\d+", ref):
+        return fsio.safe_join(quick_root, ref, field="--quick", source=quick_root)
+    path = Path(ref) if Path(ref).is_absolute() else root / ref   # the folder or its file, as printed (#27)
+    folder = path.parent if path.name == protocol.QUICK_NAME else path
+    if re.fullmatch(rf"{evidence.QUICK_PREFIX}\d+", folder.name) and folder.resolve().parent == quick_root.resolve():
+        return fsio.safe_join(quick_root, folder.name, field="--quick", source=quick_root)
     for folder in sorted(quick_root.glob(f"{evidence.QUICK_PREFIX}*")) if quick_root.is_dir() else []:
         try:
             if fsio.read_json(folder / protocol.QUICK_NAME).get("collection_id") == ref:

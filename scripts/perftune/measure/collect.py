@@ -257,7 +257,10 @@ def pairing(ctx: Context, paired_with: Path | None) -> tuple[RunSpec | None, dic
     """(the partner's run spec, the ``paired`` record) of ``--paired-with`` (formal and quick); (None, None)."""
     if paired_with is None:
         return None, None
-    version = Path(paired_with).resolve()
+    # a saved version folder as printed (absolute, or relative to the operator folder) or its version id (#27)
+    version = next((p.resolve() for p in (Path(paired_with), ctx.op_dir / paired_with,
+                                          evidence.perf_dir(ctx.op_dir) / "versions" / paired_with)
+                    if p.is_dir()), Path(paired_with))
     if not version.is_dir():
         raise ContractError(paired_with, "--paired-with", "is not a directory", "pass a saved version folder")
     base_files = evidence.source_files(version, ctx.manifest)

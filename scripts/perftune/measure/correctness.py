@@ -239,6 +239,12 @@ def missing_tests(op_dir: str | Path, record: dict[str, Any]) -> list[str]:
     return sorted(set(manifest.find_test_functions(text, str(path))) - ran)
 
 
+def run_id_of(ref: str | None) -> str | None:
+    """A correctness run as printed (``run_id`` or its ``record`` path ``docs/perf/correctness/<id>.json``,
+    relative or absolute) -> its run id (#27: values round-trip)."""
+    return Path(ref).stem if ref and ref.endswith(".json") else ref
+
+
 def load_record(op_dir: str | Path, run_id: str) -> dict[str, Any]:
     """A recorded correctness run (schema-checked; the id must name a file inside the folder)."""
     path = fsio.safe_join(runs_dir(op_dir), f"{run_id}.json", field="run_id")

@@ -339,7 +339,7 @@ def list_rounds(op_dir: str | Path) -> list[dict[str, Any]]:
 
 
 def find_round(op_dir: str | Path, ref: str | Path) -> Path:
-    """Resolve ``round_NNN``, a path to a round folder, or a collection id (inside docs/perf)."""
+    """Resolve ``round_NNN``, a round folder's path (also ``docs/perf/round_NNN``), or a collection id."""
     root = perf_dir(op_dir)
     text = str(ref)
     if _ROUND_RE.match(text):
@@ -347,7 +347,7 @@ def find_round(op_dir: str | Path, ref: str | Path) -> Path:
     for row in list_rounds(op_dir):
         if row["collection_id"] == text:
             return row["path"]
-    candidate = Path(text)
+    candidate = Path(text) if Path(text).is_dir() or Path(text).is_absolute() else Path(op_dir) / text
     if candidate.is_dir() and _ROUND_RE.match(candidate.name):
         resolved = candidate.resolve()
         if resolved.parent == root.resolve() and not candidate.is_symlink():
