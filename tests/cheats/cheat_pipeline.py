@@ -1,7 +1,9 @@
 """The real Stage 5 pipeline on a small operator the tests ship, with the points where a cheat is planted.
 
-The operator: ``examples/softmax`` with one P0 case (``r64_c4096_fp32``) and empty preset sources
-(only its two KB obligations remain in the ledger), Stage 4 checked first (``validate_stage.py 4``
+The operator: ``examples/softmax`` with one P0 case (``r64_c4096_fp32``), empty preset sources
+(only its two KB obligations remain in the ledger) and a deliberately slow Stage 4 kernel
+(``kernels/stage4.py``: its passes four times, so a planted candidate is accepted under any load),
+Stage 4 checked first (``validate_stage.py 4``
 writes ``docs/stages/stage4_check.json``, the record of the code Stage 4 delivered). Then the SKILL's
 steps through the scripts (README.md of this folder): freeze, golden, platform probe, correctness,
 baseline round, ledger, v000, optionally one experiment v001 (a kernel file of this folder), sweep,
@@ -35,9 +37,11 @@ def run(op: Path, script: str, *args, ok=(0,)) -> dict:
 
 
 def small_softmax(folder: Path) -> Path:
-    """examples/softmax with one P0 case and empty preset sources (only the KB obligations remain)."""
+    """examples/softmax with one P0 case, empty preset sources (only the KB obligations remain) and the
+    deliberately slow Stage 4 kernel of ``kernels/stage4.py`` (planted candidates win under any load)."""
     op = folder / "softmax"
     shutil.copytree(EXAMPLE, op, ignore=shutil.ignore_patterns("__pycache__", "docs", "variants"))
+    plant_kernel(op, "stage4")
     spec = op / "SPEC.md"
     spec.write_text(re.sub(r"^(\| (?!r64_c4096_fp32 )r\w+ \|[^|]+\|[^|]+\|) yes \|", r"\1 no |",
                            spec.read_text(), flags=re.M))
