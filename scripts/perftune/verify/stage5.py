@@ -254,7 +254,8 @@ def gate_p8(ctx: Context) -> list[Finding]:
                      category=cat)
             + findings("P8.work_model", terminal_model.model_problems(man, record), category=cat)
             + findings("P8.below_floor", [(c, msg, None, exp, act)
-                                          for c, msg, exp, act in terminal_model.floor_problems(man, record)]))
+                                          for c, msg, exp, act in terminal_model.confirmed_floor_problems(ctx.op_dir, man,
+                                                                                                  record)]))
 
 
 def gate_p9(ctx: Context) -> list[Finding]:
