@@ -30,6 +30,8 @@ def test_counts_launches_and_distinct_questions_of_a_kept_run_per_step(tmp_path)
     write(op / "docs/perf/quick/quick_001/quick_performance.json", {"executable_sha256": "b",
                                                                     "expected_cases": ["c1", "c2"]})
     write(op / "docs/perf/correctness/c001-x.json", {"cases": [{"id": "c1", "probe": {}}, {"id": "t"}]})
+    write(op / "docs/perf/correctness/c002-x.json", {"cases": [{"id": "c1", "probe": {}}, {"id": "t"}],
+                                                     "reused_from": "c001-x"})   # started no process
     (op / "docs/perf/stage5_remeasure/rm_001/final/case_c1").mkdir(parents=True)
     step_log(run, 1, "correctness", 0, 10)
     step_log(run, 2, "preflight", 10, 10)

@@ -84,7 +84,8 @@ def analyse(workdir: Path, log: Path, wall_s: float) -> dict:
     timed = [e["seconds"] for e in lines if not e["module"].endswith("case_adapter") and e["returncode"] == 0]
     median = statistics.median(timed) if timed else 0.0
     op = next(workdir.glob("run_*/*/PERFORMANCE_CASES.json")).parent
-    correctness = [json.loads(p.read_text()) for p in sorted((op / "docs/perf/correctness").glob("c*.json"))]
+    correctness = [r for r in (json.loads(p.read_text()) for p in sorted((op / "docs/perf/correctness").glob("c*.json")))
+                   if "reused_from" not in r]   # a reused record started no process
     p10 = len(list((op / "docs/perf/stage5_remeasure").glob("rm_*/*/case_*")))
     groups = {g: {"steps": 0, "product_s": 0.0, "launches": 0, "new_questions": 0} for g in ORDER}
     seen: set[tuple[str, str]] = set()
