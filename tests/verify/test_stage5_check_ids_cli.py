@@ -41,7 +41,8 @@ def edit_json(path: Path, change) -> None:
 
 
 def forge_final(op: Path, factor: float) -> None:
-    """Scale the final round's candidate samples, re-seal and re-compare: self-consistent evidence."""
+    """Scale the final round's candidate samples, re-seal and re-compare: self-consistent evidence (a factor far
+    beyond what load can swing a re-measurement by: R2 compares the fastest samples)."""
     perf = json.loads((op / "performance.json").read_text())
     final = evidence.find_round(op, perf["final_collection_id"])
     case_dir = final / evidence.case_dir_name(CASE)
@@ -86,7 +87,7 @@ BREAKS = {
     "P9": (lambda op: ((op / "softmax_golden_cpu.py").write_text((op / "softmax_golden_cpu.py").read_text()
                                                                  + "\n# loosened\n"), (op / "FROZEN_INPUTS.json").unlink()),
            (), "P9.precision_gate", "frozen precision gate", "changed after freeze"),  # as test_stage5_cheats does
-    "P10": (lambda op: forge_final(op, 0.3), ("--remeasure",), "P10.reproduced", "reproduced", "re-measured"),
+    "P10": (lambda op: forge_final(op, 0.05), ("--remeasure",), "P10.reproduced", "reproduced", "re-measured"),
 }
 
 
