@@ -72,3 +72,8 @@ def test_a_placeholder_inside_a_path_is_filled_with_the_real_round_name(key):
     argv = skill.fill(command, values)
     assert "docs/perf/bottleneck/terminal_evidence_round_003.json" in argv
     assert not [a for a in argv if re.search(r"(?<![A-Z0-9])(?:" + "|".join(skill.NAMES) + r")(?![A-Z0-9_])", a)]
+
+
+def test_a_close_without_experiment_may_come_anywhere_in_the_item_loop_but_not_after_the_sweep():
+    assert steps.order_problems(["record_baseline", "close_preset", "hypothesis", "close_item", "close_preset"]) == []
+    assert steps.order_problems(["sweep", "close_preset"]) == ["out of order: sweep -> close_preset"]

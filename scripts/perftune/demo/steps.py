@@ -67,11 +67,13 @@ ITEM_STARTS = ("bottleneck_profile", "hypothesis")
 
 def order_problems(ran: list[str]) -> list[str]:
     """Where a run's step keys leave the SKILL's order: each step follows an earlier or the same step,
-    except that a new item restarts the loop and a ``confirm`` whose verdict is ``remeasure`` goes
+    except that a new item restarts the loop, an item closed without an experiment (``close_preset``, in
+    source order as perf_next gives it) may come anywhere before the sweep, and a ``confirm`` whose verdict is ``remeasure`` goes
     back to ``confirm_round`` (SKILL step 26); ``correctness`` (step 1) recurs wherever the SKILL
     says to run it again; the :data:`EXTRA` commands may come anywhere. Unknown keys are problems too."""
     unknown = [k for k in ran if k not in BY_KEY]
     seq = [k for k in ran if k in ORDER and k != "correctness"]
     back = [f"{a} -> {b}" for a, b in zip(seq, seq[1:]) if ORDER.index(a) > ORDER.index(b)
-            and not (b in ITEM_STARTS and BY_KEY[a].phase == "item") and (a, b) != ("confirm", "confirm_round")]
+            and not (b in ITEM_STARTS and BY_KEY[a].phase == "item") and (a, b) != ("confirm", "confirm_round")
+            and not (b == "close_preset" and BY_KEY[a].phase != "finish")]
     return [f"unknown step {k}" for k in unknown] + [f"out of order: {x}" for x in back]
