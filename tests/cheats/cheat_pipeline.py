@@ -13,9 +13,12 @@ at one of :data:`POINTS`; :func:`apply` is the action vocabulary.
 
 from __future__ import annotations
 
+import atexit
+import hashlib
 import json
 import re
 import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -136,6 +139,28 @@ def deliver(op: Path, plants: dict[str, list], *, experiment: str | None = None,
             stage4: bool = True) -> dict[str, Any]:
     """Stage 4 check, then the perf-tune procedure; ``plants`` maps a point of :data:`POINTS` to actions."""
     state: dict[str, Any] = {"plants": plants if restart is None else {}, "stage4": op.parent / "stage4_copy"}
+    shared = stage4 and restart is None and not any(state["plants"].get(point) for point in POINTS[:5])
+    start = _digest(op) if shared else None
+    if start in _PREFIX:
+        _reuse_prefix(op, state, start)
+    else:
+        _prefix(op, state, restart, stage4)
+        if shared:
+            _save_prefix(op, state, start)
+    base = state["base"]
+    if experiment:
+        _experiment(op, experiment, base)
+    run(op, "ledger.py", "sweep", "--op-dir", op, "--actor", "test", "--scope", "the P0 case", "--examined",
+        "docs/perf/ledger.json")
+    run(op, "select_best.py", "choose", "--op-dir", op)
+    _at(op, "before_final", state)
+    finish(op, state, _formal(op))
+    _at(op, "after_delivery", state)
+    return state
+
+
+def _prefix(op: Path, state: dict[str, Any], restart: dict | None, stage4: bool) -> None:
+    """Stage 4 check, freeze, golden, platform probe, correctness, baseline round, ledger, v000."""
     if stage4:
         _at(op, "before_stage4", state)
         run(op, "validate_stage.py", "4", "--op-dir", op)
@@ -158,15 +183,32 @@ def deliver(op: Path, plants: dict[str, list], *, experiment: str | None = None,
             TEST, "--correctness", run_id, "--formal", base)
     run(op, "select_best.py", "record", "--op-dir", op, "--version-id", "v000", "--round", base,
         "--correctness", run_id, "--compliance", "stage4 gates PASS")
-    if experiment:
-        _experiment(op, experiment, base)
-    run(op, "ledger.py", "sweep", "--op-dir", op, "--actor", "test", "--scope", "the P0 case", "--examined",
-        "docs/perf/ledger.json")
-    run(op, "select_best.py", "choose", "--op-dir", op)
-    _at(op, "before_final", state)
-    finish(op, state, _formal(op))
-    _at(op, "after_delivery", state)
-    return state
+
+
+# The honest prefix (nothing planted before the baseline round is recorded) is run once per process
+# and copied: the same scripts on the same files, its evidence relocatable like any op folder.
+_PREFIX: dict[str, tuple[Path, str]] = {}   # the starting folder's digest -> (copy, baseline round)
+
+
+def _digest(op: Path) -> str:
+    files = sorted(p for p in op.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+    return hashlib.sha256(b"".join(p.relative_to(op).as_posix().encode() + b"\0" + p.read_bytes()
+                                   for p in files)).hexdigest()
+
+
+def _save_prefix(op: Path, state: dict[str, Any], start: str) -> None:
+    keep = Path(tempfile.mkdtemp(prefix="cheat_prefix_"))
+    atexit.register(shutil.rmtree, keep, True)
+    shutil.copytree(op, keep / op.name, symlinks=True)
+    shutil.copytree(state["stage4"], keep / "stage4_copy", symlinks=True)
+    _PREFIX[start] = (keep, state["base"])
+
+
+def _reuse_prefix(op: Path, state: dict[str, Any], start: str) -> None:
+    keep, state["base"] = _PREFIX[start]
+    shutil.rmtree(op)
+    shutil.copytree(keep / op.name, op, symlinks=True)
+    shutil.copytree(keep / "stage4_copy", state["stage4"], symlinks=True)
 
 
 def _experiment(op: Path, kernel: str, base: str) -> None:

@@ -28,14 +28,15 @@ def load(path: Path) -> dict:
     return entry
 
 
-def verdict(arm: dict, folder: Path) -> tuple[int, dict]:
+def verdict(arm: dict, folder: Path, *, remeasure: bool = True) -> tuple[int, dict]:
     """Deliver the small operator with the arm's plants (and experiment) and run stage5_check; arms
-    with the same plants share one run (twins repeat)."""
-    key = json.dumps({k: arm.get(k) for k in ("plants", "experiment")}, sort_keys=True)
+    with the same plants share one run (twins repeat). A cheat caught before P10 is checked without
+    the re-measurement (P10 adds nothing to an earlier gate's finding); a twin always with it."""
+    key = json.dumps({**{k: arm.get(k) for k in ("plants", "experiment")}, "remeasure": remeasure}, sort_keys=True)
     if key not in _VERDICTS:
         op = pipeline.small_softmax(folder)
         pipeline.deliver(op, arm.get("plants") or {}, experiment=arm.get("experiment"))
-        _VERDICTS[key] = pipeline.check(op)
+        _VERDICTS[key] = pipeline.check(op, remeasure=remeasure)
     return _VERDICTS[key]
 
 
@@ -54,8 +55,8 @@ def test_every_corpus_entry_is_well_formed_and_names_its_kernel_files():
 @pytest.mark.parametrize("path", CORPUS, ids=lambda p: p.stem)
 def test_the_cheat_fails_with_its_check_and_category(path, tmp_path):
     entry = load(path)
-    code, found = verdict(entry["cheat"], tmp_path)
     want = entry["catch"]
+    code, found = verdict(entry["cheat"], tmp_path, remeasure=want["check"].startswith("P10"))
     assert found["verdict"] == "FAIL", found["gates"]
     hits = [f for f in found["failures"] if want["check"] in (f["check"], f["gate"]) and f["category"] == want["category"]]
     assert hits, (want, [(f["check"], f["category"]) for f in found["failures"]])

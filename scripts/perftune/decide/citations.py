@@ -33,10 +33,16 @@ def record(op_dir: str | Path, paths: list[str]) -> list[dict[str, Any]]:
     root, out = Path(op_dir), []
     for rel in paths:
         path = fsio.safe_join(root, rel.rstrip("/"), field="--examined")
+        if not path.exists() and (root / protocol.PERF_DIR / rel.rstrip("/")).is_dir() \
+                and _is_round(root / protocol.PERF_DIR / rel.rstrip("/")):   # a round's folder name, as printed
+            rel = f"{protocol.PERF_DIR}/{rel.rstrip('/')}"
+            path = root / rel
         if path.is_file() and rel not in LIVING:
             out.append(fsio.file_record(path, root))
         elif path.is_dir() and _is_round(path):
-            out.append({"path": rel, "collection_id": evidence.load_round(root, path.name).collection["collection_id"]})
+            collection = fsio.read_json(path / evidence.COLLECTION_JSON, what="collection.json")   # P7 loads it whole
+            out.append({"path": rel, "collection_id": collection.get("collection_id") if isinstance(collection, dict)
+                        else None})
         elif path.exists():
             out.append({"path": rel})
         else:
