@@ -17,6 +17,7 @@ ROUND_DIGITS = 3
 LEDGER_NAME = "ledger.json"
 CANDIDATES_NAME = "candidates.json"
 SELECTION_NAME = "selection.json"
+VERSIONS_DIR = "versions"                   # docs/perf/versions/<version id>: saved code of each tried version
 STAGE5_CHECK_NAME = "stage5_check.json"
 QUICK_NAME = "quick_performance.json"
 # Raw evidence format: ``format_version`` of collection.json, quick_performance.json, measurement.json,

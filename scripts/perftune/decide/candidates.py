@@ -39,7 +39,7 @@ from ..contract import manifest, protocol, schemas
 from ..errors import ContractError
 
 SCHEMA_VERSION = 1
-VERSIONS_DIR = "versions"
+VERSIONS_DIR = protocol.VERSIONS_DIR
 CONFIRM_NAME = "confirm.json"
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 

@@ -259,7 +259,7 @@ def pairing(ctx: Context, paired_with: Path | None) -> tuple[RunSpec | None, dic
         return None, None
     # a saved version folder as printed (absolute, or relative to the operator folder) or its version id (#27)
     version = next((p.resolve() for p in (Path(paired_with), ctx.op_dir / paired_with,
-                                          evidence.perf_dir(ctx.op_dir) / "versions" / paired_with)
+                                          evidence.perf_dir(ctx.op_dir) / protocol.VERSIONS_DIR / paired_with)
                     if p.is_dir()), Path(paired_with))
     if not version.is_dir():
         raise ContractError(paired_with, "--paired-with", "is not a directory", "pass a saved version folder")
