@@ -94,7 +94,8 @@ def main(argv=None) -> int:
         print(msprof_csv.discovery_tsv(result["rows"]), end="")  # missing is N/A, never zero
         print(f"discovery record: {result['record']}", file=sys.stderr)
     elif args.command == "preflight":
-        print(f"preflight ok: {len(result['probes']) - 1} cases select exactly one case; unknown id refused")
+        known = sum(p["expect"] == "marker" for p in result["probes"])   # 0: each timed launch checks its own
+        print(f"preflight ok: unknown id refused; {f'{known} cases select exactly one case' if known else 'each timed launch checks its case marker'}")
     else:
         print(f"{result['collection_id']}: {result['status']} ({result.get('round') or result.get('path')})"
               + (f": {result['failure']}" if result.get("failure") else ""))

@@ -32,6 +32,7 @@ def test_counts_launches_and_distinct_questions_of_a_kept_run_per_step(tmp_path)
     write(op / "docs/perf/correctness/c001-x.json", {"cases": [{"id": "c1", "probe": {}}, {"id": "t"}]})
     write(op / "docs/perf/correctness/c002-x.json", {"cases": [{"id": "c1", "probe": {}}, {"id": "t"}],
                                                      "reused_from": "c001-x"})   # started no process
+    write(op / "docs/perf/correctness/c003-y.json", {"cases": [{"id": "c1", "probe": {}, "ran_in": "probe"}]})
     (op / "docs/perf/stage5_remeasure/rm_001/final/case_c1").mkdir(parents=True)
     step_log(run, 1, "correctness", 0, 10)
     step_log(run, 2, "preflight", 10, 10)
@@ -44,6 +45,8 @@ def test_counts_launches_and_distinct_questions_of_a_kept_run_per_step(tmp_path)
              for s, t in ((10.0, 21), (12.0, 30), (14.0, 51), (11.0, 60), (13.0, 80))]
     lines += [{"module": "perftune.measure.backends.case_adapter", "args": [], "returncode": 0, "seconds": 3.0,
                "started": 11}] * 3
+    lines += [{"module": "perftune.measure.backends.case_adapter", "args": [], "returncode": 2, "seconds": 0.4,
+               "started": 12, "simulated": False}]   # an unknown case id: ended before importing pypto
     log = tmp_path / "launches.jsonl"
     log.write_text("".join(json.dumps(line) + "\n" for line in lines))
     proc = subprocess.run([sys.executable, str(ROOT / "benchmarks/pypto_sim/bench_pypto_sim.py"), "--workdir",
@@ -52,13 +55,14 @@ def test_counts_launches_and_distinct_questions_of_a_kept_run_per_step(tmp_path)
     assert proc.returncode == 0, proc.stderr
     result = json.loads((tmp_path / "pypto_sim.json").read_text())
     assert result["distinct_questions"] == 5          # (a|b) x (c1|c2) + one P10 re-simulation
-    assert result["launches"] == {"timed": 5, "preflight": 3, "correctness_tests": 2, "correctness_probes": 1,
-                                  "total": 11}
+    # the test that ran inside its probe's process is no launch of its own; the unknown id simulated nothing
+    assert result["launches"] == {"timed": 5, "preflight": 3, "correctness_tests": 2, "correctness_probes": 2,
+                                  "total": 12, "not_simulating": 1}
     assert result["median_launch_s"] == 12.0 and result["raw_simulation_s"] == 60.0
-    assert result["wall_per_raw"] == 2.0 and result["launches_per_distinct"] == 2.2
+    assert result["wall_per_raw"] == 2.0 and result["launches_per_distinct"] == 2.4
     steps = result["steps"]
     assert {k: (g["launches"], g["new_questions"]) for k, g in steps.items()} == {
-        "correctness": (3, 0), "preflight": (3, 0), "rounds": (2, 2), "quick": (2, 2), "P10": (1, 1), "other": (0, 0)}
+        "correctness": (4, 0), "preflight": (3, 0), "rounds": (2, 2), "quick": (2, 2), "P10": (1, 1), "other": (0, 0)}
     assert steps["rounds"]["product_s"] == 36.0 and steps["rounds"]["product_per_raw"] == 1.5
     assert steps["preflight"]["product_per_raw"] is None
     assert "| 120.0 | 60.0 | 2.0 |" in proc.stdout and "| rounds | 2 | 2 | 2 | 36.0 | 24.0 | 1.5 |" in proc.stdout

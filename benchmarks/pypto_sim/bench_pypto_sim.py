@@ -4,8 +4,10 @@
 Runs ``scripts/demo.py --example pypto_softmax`` once (or reads a kept run with ``--workdir`` and
 ``--launch-log``) with ``PERFTUNE_SIM_LAUNCH_LOG`` set, so every simulator process of the
 backend (timed launches through ``cpu_runner``, selector preflights through ``case_adapter``, P10)
-appends one line with its start time. Correctness processes run the tests directly; they are counted
-from the correctness records (one process per test, one per P0 probe). A **distinct question** is
+appends one line with its start time and whether it imported pypto (a process that ended before,
+such as the preflight's unknown case id, is counted apart: it simulated nothing). Correctness
+processes run the tests directly; they are counted from the correctness records (one process per
+test that ran in its own, one per P0 probe; a P0 test that ran inside its probe, ``ran_in``, is none). A **distinct question** is
 one (executable sha256, case) pair some round arm or quick screen asked, plus each of P10's
 independent re-simulations; the **raw simulation time** of them is their count times the median
 timed launch (one fresh process: importing pypto/torch, compiling, simulating). Reported:
@@ -99,10 +101,12 @@ def analyse(workdir: Path, log: Path, wall_s: float) -> dict:
             g["new_questions"] += len(new)
             seen |= new
     groups["P10"]["new_questions"] = p10
+    idle = [e for e in lines if e.get("simulated") is False]   # ended before importing pypto
+    lines = [e for e in lines if e.get("simulated") is not False]
     for entry in lines:   # a runner process belongs to the step whose window holds its start
         step = next((s for s in runs if s["started"] <= entry.get("started", -1) <= s["started"] + s["seconds"]), None)
         groups[GROUPS.get(step["key"], "other") if step else "other"]["launches"] += 1
-    tests = sum(len(r["cases"]) for r in correctness)
+    tests = sum(1 for r in correctness for c in r["cases"] if "ran_in" not in c)
     probes = sum(1 for r in correctness for c in r["cases"] if "probe" in c)
     groups["correctness"]["launches"] += tests + probes
     for g in groups.values():
@@ -115,7 +119,7 @@ def analyse(workdir: Path, log: Path, wall_s: float) -> dict:
     total = len(lines) + tests + probes
     return {"wall_s": round(wall_s, 1), "launches": {"timed": len(lines) - preflights, "preflight": preflights,
                                                       "correctness_tests": tests, "correctness_probes": probes,
-                                                      "total": total},
+                                                      "total": total, "not_simulating": len(idle)},
             "median_launch_s": round(median, 2) if timed else None, "p10_launches": p10,
             "distinct_questions": distinct, "raw_simulation_s": round(raw_s, 1), "steps": groups,
             "launches_per_distinct": round(total / distinct, 2) if distinct else None,
@@ -134,10 +138,12 @@ def run_demo(workdir: Path, log: Path) -> float:
 def table(d: dict) -> str:
     l = d["launches"]
     return "\n".join([
-        "| wall s | raw sim s (distinct) | wall ÷ raw | launches (timed + preflight + tests + probes) | distinct | launches ÷ distinct |",
-        "|---|---|---|---|---|---|",
+        "| wall s | raw sim s (distinct) | wall ÷ raw | simulator launches (timed + preflight + tests + probes) | "
+        "not simulating | distinct | launches ÷ distinct |",
+        "|---|---|---|---|---|---|---|",
         f"| {d['wall_s']} | {d['raw_simulation_s']} | {d['wall_per_raw']} | {l['total']} ({l['timed']} + {l['preflight']} + "
-        f"{l['correctness_tests']} + {l['correctness_probes']}) | {d['distinct_questions']} | {d['launches_per_distinct']} |",
+        f"{l['correctness_tests']} + {l['correctness_probes']}) | {l.get('not_simulating', 0)} | "
+        f"{d['distinct_questions']} | {d['launches_per_distinct']} |",
         "", "| step | runs | launches | new distinct | product s | raw sim s | product ÷ raw |", "|---|---|---|---|---|---|---|",
         *(f"| {name} | {g['steps']} | {g['launches']} | {g['new_questions']} | {g['product_s']} | {g['raw_s']} | "
           f"{g['product_per_raw'] if g['product_per_raw'] is not None else '—'} |" for name, g in ((n, d["steps"][n]) for n in ORDER))])

@@ -26,6 +26,15 @@ def test_parse_output_never_raises_and_returns_finite_or_none(text):
         assert value is None or (isinstance(value, float) and abs(value) != float("inf") and value == value)
 
 
+def test_a_p0_test_run_inside_its_probe_passes_only_when_the_probe_ran_it_to_the_end():
+    clean = correctness._from_probe({"test_error": None, "probes": []}, "matched_ratio=1.0\nPASS\n")
+    assert (clean["passed"], clean["returncode"], clean["matched_ratio"], clean["ran_in"]) == (True, 0, 1.0, "probe")
+    failed = correctness._from_probe({"test_error": "AssertionError: off by one"}, "")
+    assert (failed["passed"], failed["returncode"]) == (False, 1) and "off by one" in failed["output_tail"]
+    crashed = correctness._from_probe({"problem": "probe runner exited 1: Killed"}, "")
+    assert crashed["passed"] is False    # a probe that never reported on the test is no pass
+
+
 def test_tail_keeps_the_last_lines():
     assert correctness.tail("\n".join(map(str, range(30))), 3) == "27\n28\n29"
 

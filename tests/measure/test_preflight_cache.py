@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -53,3 +54,25 @@ def test_case_jobs_run_side_by_side_only_on_a_deterministic_backend(monkeypatch)
     assert collect.case_jobs(ctx("pypto-sim", 4)) == 1
     with pytest.raises(ContractError, match="--jobs"):
         collect.case_jobs(ctx("pypto-sim", 4), 0)
+
+
+def test_a_deterministic_preflight_launches_the_unknown_id_only(tmp_path):
+    """The known ids are answered by the timed launches (each must print exactly its own marker)."""
+    log = tmp_path / "launched.txt"
+    script = ("import sys; open(sys.argv[1], 'a').write(sys.argv[2] + '\\n'); "
+              "sys.exit(2) if sys.argv[2].startswith('__') else print('PYPTO_PERF_SELECTED_CASE=' + sys.argv[2])")
+    backend = SimpleNamespace(name="pypto-sim", case_command=lambda _spec, case_id: [
+        sys.executable, "-c", script, str(log), case_id])
+    run_spec = SimpleNamespace(**vars(spec(tmp_path)), device_id=0, timeout_s=60,
+                               manifest=SimpleNamespace(case_ids=("c1", "c2")))
+    first = preflight_cache.run(backend, run_spec, ["c1", "c2"], arm="measured", code_sha256="a" * 64,
+                                manifest_sha256="m" * 64)
+    record = json.loads((tmp_path / first["record"]).read_text())
+    assert len(log.read_text().splitlines()) == 1 and [r["expect"] for r in record["rows"]] == ["nonzero"]
+    assert record["known_ids"] == preflight_cache.KNOWN_IDS and not first["reused"]
+    again = preflight_cache.run(backend, run_spec, ["c1", "c2"], arm="candidate", code_sha256="a" * 64,
+                                manifest_sha256="m" * 64)
+    assert again["reused"] and len(log.read_text().splitlines()) == 1
+    backend.name = "cpu"   # elsewhere every id is launched, every time
+    preflight_cache.run(backend, run_spec, ["c1", "c2"], arm="measured", code_sha256="a" * 64, manifest_sha256="m" * 64)
+    assert len(log.read_text().splitlines()) == 4

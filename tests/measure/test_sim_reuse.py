@@ -126,3 +126,45 @@ def test_byte_identical_arms_of_a_paired_round_are_simulated_once(tmp_path):
                                                                                 ("candidate", 2, "compare_1")]
     assert pypto_sim.launch_problems(case_dir, CASE, 2, {"candidate": "a", "baseline": "a"}, {}, tmp_path) == []
     assert pypto_sim.launch_problems(case_dir, CASE, 2, {"candidate": "b", "baseline": "a"}, {}, tmp_path)
+
+
+def test_determinism_is_shown_once_per_case_then_a_new_question_is_one_launch(tmp_path):
+    original_round(tmp_path)                              # round_001 simulated both repeats of c1
+    header = {**HEADER, "collection_id": "compare_2", "executable_sha256": "b", "status": "in_progress"}
+    case_dir = tmp_path / "docs/perf/round_002" / evidence.case_dir_name(CASE)
+    (case_dir.parent / "collection.json").parent.mkdir(parents=True)
+    (case_dir.parent / "collection.json").write_text(json.dumps(header))
+    dests = [case_dir / f"repeat_00{i}" for i in (1, 2)]
+    backend, rows = PlantedSimulator(), []
+    spec = SimpleNamespace(op_dir=tmp_path, op_name="op")
+    results = sim_reuse.measure_arm(backend, spec, SimpleNamespace(id=CASE), dests, header, "b", "", rows, cited=dests)
+    assert backend.launches == dests[:1] and results[0].duration_us == results[1].duration_us
+    assert [(r["repeat"], r["source"]) for r in rows] == [(2, dests[0].relative_to(tmp_path).as_posix())]
+    assert pypto_sim.launch_problems(case_dir, CASE, 2, {"": "b"}, {}, tmp_path) == []
+    # once complete, the question is answered by round_002's one launch, cited for both repeats
+    (case_dir.parent / "collection.json").write_text(json.dumps({**header, "status": "complete"}))
+    assert sim_reuse.find(tmp_path, HEADER, CASE, "b", 2) == ([dests[0], dests[0]], "compare_2")
+    # a case no round showed deterministic yet is simulated every repeat
+    assert not sim_reuse.determinism_shown(tmp_path, {**HEADER, "expected_cases": ["c2"]}, "c2", 2)
+    assert not sim_reuse.determinism_shown(tmp_path, HEADER, CASE, 1)
+
+
+def test_a_byte_identical_twin_cites_the_one_launch_its_baseline_arm_made(tmp_path):
+    original_round(tmp_path)                              # determinism of c1 shown by round_001
+    round_dir = tmp_path / "docs/perf/round_002"
+    round_dir.mkdir(parents=True)
+    header = {**HEADER, "collection_id": "compare_2", "executable_sha256": "c", "status": "in_progress",
+              "paired": {"baseline_executable_sha256": "c"}}
+    (round_dir / "collection.json").write_text(json.dumps(header))
+    case_dir = round_dir / evidence.case_dir_name(CASE)
+    dests = {arm: [case_dir / f"repeat_00{i}" / arm for i in (1, 2)] for arm in ("baseline", "candidate")}
+    backend, rows, case = PlantedSimulator(), [], SimpleNamespace(id=CASE)
+    spec = SimpleNamespace(op_dir=tmp_path, op_name="op")
+    sim_reuse.measure_arm(backend, spec, case, dests["baseline"], header, "c", "baseline", rows, cited=dests["baseline"])
+    sim_reuse.measure_arm(backend, spec, case, dests["candidate"], header, "c", "candidate", rows,
+                          same_round=(dests["baseline"], dests["baseline"]), cited=dests["candidate"])
+    assert backend.launches == dests["baseline"][:1]
+    first = dests["baseline"][0].relative_to(tmp_path).as_posix()
+    assert [(r["arm"], r["repeat"], r["source"]) for r in rows] == [
+        ("baseline", 2, first), ("candidate", 1, first), ("candidate", 2, first)]
+    assert pypto_sim.launch_problems(case_dir, CASE, 2, {"candidate": "c", "baseline": "c"}, {}, tmp_path) == []

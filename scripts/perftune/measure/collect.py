@@ -208,18 +208,19 @@ def _deterministic_case(ctx: Context, collection, case, attempt: Path, base_spec
     the round or quick screen that answered it, the candidate arm from a byte-identical baseline arm."""
     numbers = range(1, ctx.spec.repeats + 1)
     code = collection["executable_sha256"]
+    cited = attempt.parent if cited_root is None else cited_root   # a formal attempt is renamed into its case
     if base_spec is None:
         dests = [attempt / repeat_dir_name(i) for i in numbers]
-        return sim_reuse.measure_arm(ctx.backend, ctx.spec, case, dests, collection, code, "", rows), None, None
+        return sim_reuse.measure_arm(ctx.backend, ctx.spec, case, dests, collection, code, "", rows,
+                                     cited=[cited / repeat_dir_name(i) for i in numbers]), None, None
     base_code = collection["paired"]["baseline_executable_sha256"]
     dests = {arm: [attempt / repeat_dir_name(i) / arm for i in numbers] for arm in ("baseline", "candidate")}
+    final = {arm: [cited / repeat_dir_name(i) / arm for i in numbers] for arm in ("baseline", "candidate")}
     baseline = sim_reuse.measure_arm(ctx.backend, base_spec, case, dests["baseline"], collection, base_code,
-                                     "baseline", rows)
-    cited = attempt.parent if cited_root is None else cited_root   # a formal attempt is renamed into its case
-    twin = (dests["baseline"], [cited / repeat_dir_name(i) / "baseline" for i in numbers]) \
-        if base_code == code else None
+                                     "baseline", rows, cited=final["baseline"])
+    twin = (dests["baseline"], final["baseline"]) if base_code == code else None
     candidate = sim_reuse.measure_arm(ctx.backend, ctx.spec, case, dests["candidate"], collection, code,
-                                      "candidate", rows, same_round=twin)
+                                      "candidate", rows, same_round=twin, cited=final["candidate"])
     order = [["baseline", "candidate"] if i % 2 else ["candidate", "baseline"] for i in numbers]
     _paired_status(ctx, case, attempt, order)
     return candidate, baseline, order

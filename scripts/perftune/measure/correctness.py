@@ -18,6 +18,9 @@ On a deterministic backend (pypto-sim, frozen manifest) a run answers a question
 ``FROZEN_INPUTS.json``, the device and the simulator fingerprint; its sha256 is recorded as
 ``question``. A later run asking a question an original record answered with ``all_passed`` starts
 no process: it writes a new record with the same cases and ``reused_from: <run_id>`` (issue 30).
+There a P0 test also runs once, inside its probe's process (the probe's first step runs the test):
+its ``passed``, figures and output come from that process (``ran_in: "probe"``), not from a second
+simulation of the same call.
 
 Decisions: ``run_id`` = ``c<NNN>-<sha8>`` (sequence + first 8 hex of the code hash), reserved by
 an exclusive create; the hash is taken before and after the run and a change refuses the record
@@ -173,19 +176,25 @@ def run_all(op_dir: str | Path, *, at: str, test_file: str | None = None,
                                                                        "cases", "all_passed")},
                                           "created_at": at, "question": question, "reused_from": earlier["run_id"]})
     planned = planned_tests(root, path, man)
-    runs = _in_order([partial(run_case, root, path.stem, function, env, timeout_s) for _, function, _ in planned],
-                     workers)
-    cases = [{"id": case_id, "test_function": function, "p0": p0, **result}
-             for (case_id, function, p0), result in zip(planned, runs)]
+    python_op = op_name.python_op(man) if man is not None and man.protocol is not None else None
+    # deterministic: a P0 test runs once, inside its probe's process (its first step runs the test)
+    in_probe = {function for _, function, p0 in planned if p0 is True} if question and python_op else set()
+    runs = _in_order([partial(run_case, root, path.stem, function, env, timeout_s)
+                      for _, function, _ in planned if function not in in_probe], workers)
+    cases = [{"id": case_id, "test_function": function, "p0": p0, **({} if function in in_probe else runs.pop(0))}
+             for case_id, function, p0 in planned]
     if man is not None and man.protocol is not None:  # frozen gate applied, measured figures, caching probes
-        python_op = op_name.python_op(man)  # the Op Name on cpu; the frozen launcher on msprof
         p0 = [case for case in cases if case["p0"] is True]
+        printed: dict[str, list[str]] = {case["id"]: [] for case in p0}
         found = _in_order([partial(probes.run, root, path, manifest_path, case["id"], python_op,
-                                   device_id=man.protocol.device_id, timeout_s=timeout_s) for case in p0],
+                                   device_id=man.protocol.device_id, timeout_s=timeout_s,
+                                   printed=printed[case["id"]]) for case in p0],
                           workers) if python_op else \
             [{"problem": "the manifest freezes no launcher of the device op (re-freeze with this version)"}] * len(p0)
         for case, probe in zip(p0, found):
             case["probe"] = probe
+            if case["test_function"] in in_probe:
+                case.update(_from_probe(probe, "".join(printed[case["id"]])))
     after, _ = _code_identity(root, man)
     if after != sha:
         raise ContractError(root, "executable_sha256", "sources changed while the tests ran",
@@ -195,6 +204,17 @@ def run_all(op_dir: str | Path, *, at: str, test_file: str | None = None,
               "cases": cases, "all_passed": all(c["passed"] and not probe_failure(c) for c in cases),
               "created_at": at, **({"question": question} if question else {})}
     return _reserve_write(root, sha, record)
+
+
+def _from_probe(probe: dict[str, Any], out: str) -> dict[str, Any]:
+    """A P0 test's result from the probe process that ran it (its first step): passed when the
+    process ran to the end and the test raised nothing."""
+    passed = "test_error" in probe and probe["test_error"] is None
+    parsed = parse_output(out)
+    return {"returncode": 0 if passed else 1, "passed": passed, "matched_ratio": parsed["matched_ratio"],
+            "max_abs_error": parsed["max_abs_error"], "printed_pass": parsed["printed_pass"],
+            "output_tail": tail(out + (f"\n{probe['test_error']}" if probe.get("test_error") else "")),
+            "ran_in": "probe"}
 
 
 def _question(root: Path, man: manifest.Manifest, sha: str) -> str:

@@ -2,8 +2,11 @@
 
 The preflight (:func:`.backends.base.preflight`) proves that the runner selects exactly one case
 per process: an unknown id exits non-zero, every known id exits 0 with one marker. On a
-deterministic backend (``protocol.DETERMINISTIC_BACKENDS``: pypto-sim) its answer depends only on
-the code and the frozen manifest, so it is asked once per key and reused by every later round,
+deterministic backend only the unknown id is launched: the known ids' probe would simulate each case
+once more, and every timed launch already must exit 0 with exactly one marker of its case
+(``PyptoSimBackend._launch`` refuses any other), so the first timed launch of a case answers
+it (``known_ids`` in the record). There (``protocol.DETERMINISTIC_BACKENDS``: pypto-sim) its answer
+depends only on the code and the frozen manifest, so it is asked once per key and reused by every later round,
 quick screen and arm: the key is the sha256 of ``{backend, executable_sha256 of the arm's code,
 the manifest's sha256, the selector, the runner's file name, the case ids}``. A passed preflight is
 written to ``docs/perf/preflight/<key>.json`` (never overwritten; a failed one raises and is not
@@ -24,6 +27,7 @@ from ..errors import ContractError
 from .backends.base import Backend, RunSpec, preflight
 
 CACHE_DIR = Path("docs/perf/preflight")
+KNOWN_IDS = "checked by every timed launch: exit 0 and exactly one marker of its case"
 
 
 def cache_key(backend: Backend, spec: RunSpec, code_sha256: str, manifest_sha256: str,
@@ -43,12 +47,13 @@ def run(backend: Backend, spec: RunSpec, case_ids: Sequence[str], *, arm: str, c
     path = spec.op_dir / CACHE_DIR / f"{key}.json"
     reused = path.is_file() and _valid(path, key)
     if not reused:
-        rows = preflight(backend, spec, case_ids)   # raises on a failed preflight: nothing is cached
+        rows = preflight(backend, spec, case_ids, known=False)   # raises on a failed one: nothing is cached
         path.parent.mkdir(parents=True, exist_ok=True)
         try:
             fsio.write_json(path, {"key": key, "backend": backend.name, "executable_sha256": code_sha256,
                                    "performance_cases_sha256": manifest_sha256, "runner": spec.runner.name,
-                                   "case_ids": list(case_ids), "rows": rows}, overwrite=False)
+                                   "case_ids": list(case_ids), "rows": rows, "known_ids": KNOWN_IDS},
+                           overwrite=False)
         except ContractError:
             if not path.is_file():
                 raise   # else a concurrent round answered the same question first (kept, never overwritten)

@@ -21,8 +21,10 @@ DEFAULT_TIMEOUT_S = 600.0
 
 def run(op_dir: Path, runner: Path, manifest_path: Path, case_id: str, op_name: str, *, mode: str = "correctness",
         paired_runner: Path | None = None, calls: int = 5, device_id: int = 0,
-        timeout_s: float = DEFAULT_TIMEOUT_S, extra: tuple[str, ...] | None = None) -> dict[str, Any]:
-    """``extra``: the arguments of :mod:`.beyond_probe` (run instead of the probe runner, no mode)."""
+        timeout_s: float = DEFAULT_TIMEOUT_S, extra: tuple[str, ...] | None = None,
+        printed: list[str] | None = None) -> dict[str, Any]:
+    """``extra``: the arguments of :mod:`.beyond_probe` (run instead of the probe runner, no mode);
+    ``printed``: the process's stdout + stderr is appended to it (the test's own output)."""
     with tempfile.TemporaryDirectory(prefix="perftune_probe_") as scratch:
         output = Path(scratch) / "probe.json"
         argv = [sys.executable, "-m", f"perftune.measure.{'probe_runner' if extra is None else 'beyond_probe'}",
@@ -36,6 +38,8 @@ def run(op_dir: Path, runner: Path, manifest_path: Path, case_id: str, op_name: 
             proc = subprocess.run(argv, cwd=op_dir, env=env, capture_output=True, text=True, timeout=timeout_s)
         except subprocess.TimeoutExpired:
             return {"problem": f"probe timed out after {timeout_s} s"}
+        if printed is not None:
+            printed.append(proc.stdout + proc.stderr)
         if proc.returncode != 0 or not output.is_file():
             tail = (proc.stderr.strip().splitlines() or ["no stderr"])[-1]
             return {"problem": f"probe runner exited {proc.returncode}: {tail}"}

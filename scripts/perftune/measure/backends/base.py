@@ -221,14 +221,15 @@ def unknown_case_id(known: Sequence[str]) -> str:
     return candidate
 
 
-def preflight(backend: Backend, spec: RunSpec, case_ids: Sequence[str]) -> list[dict[str, Any]]:
-    """The selector preflight: unknown id must fail; each known id must exit 0 with one marker.
+def preflight(backend: Backend, spec: RunSpec, case_ids: Sequence[str], *, known: bool = True) -> list[dict[str, Any]]:
+    """The selector preflight: unknown id must fail; each known id must exit 0 with one marker
+    (``known=False``: the unknown id only, where every timed launch checks its own marker).
 
     Returns one row per probe ``{case_id, expect, returncode, markers, ok}``; raises
     :class:`CheckFailed` naming the first violation (after every probe ran).
     """
     env, rows = runner_env(spec.device_id), []
-    probes = [(unknown_case_id(list(spec.manifest.case_ids)), "nonzero")] + [(c, "marker") for c in case_ids]
+    probes = [(unknown_case_id(list(spec.manifest.case_ids)), "nonzero")] + [(c, "marker") for c in case_ids if known]
     for case_id, expect in probes:
         proc = run_logged(backend.case_command(spec, case_id), env=env, cwd=spec.op_dir,
                           log_path=None, timeout_s=spec.timeout_s)

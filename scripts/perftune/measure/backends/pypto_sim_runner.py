@@ -8,7 +8,8 @@ effective simulator configuration for ``--arch``, see ``pypto_sim.effective_conf
 ``cpu_runner`` for measurements, ``case_adapter`` for the selector preflight). Without ``--scratch`` a
 temporary folder is used and removed afterwards, so nothing reaches ``$HOME`` or the cwd.
 With ``PERFTUNE_SIM_LAUNCH_LOG`` set, each process appends one JSON line ``{module, args, started,
-seconds, returncode}`` to that file (the launch count of benchmarks/pypto_sim/).
+seconds, returncode, simulated}`` to that file (the launch count of benchmarks/pypto_sim/;
+``simulated``: pypto was imported, false for a process that ended before, e.g. an unknown case id).
 
 usage:
   python -m perftune.measure.backends.pypto_sim_runner --arch A2A3 [--scratch DIR] MODULE [ARG ...]
@@ -64,7 +65,7 @@ def main(argv=None) -> int:
         if os.environ.get(LAUNCH_LOG_ENV):
             with open(os.environ[LAUNCH_LOG_ENV], "a", encoding="utf-8") as log:
                 log.write(json.dumps({"module": args.module, "args": args.args, "returncode": code,
-                                      "started": round(started_at, 3),
+                                      "simulated": "pypto" in sys.modules, "started": round(started_at, 3),
                                       "seconds": round(time.monotonic() - started, 3)}) + "\n")
 
 
