@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import importlib.util
+import io
 import json
 import os
 import shutil
@@ -23,6 +26,34 @@ def run_script(name: str, *args: str, cwd: Path | None = None, env: dict | None 
     full_env = {**os.environ, **(env or {})}
     return subprocess.run([sys.executable, str(SCRIPTS / name), *map(str, args)], cwd=cwd,
                           env=full_env, capture_output=True, text=True, timeout=timeout)
+
+
+_CLIS: dict[str, object] = {}
+
+
+def call_script(name: str, *args, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """``scripts/<name>`` in this process: its ``main`` through ``run_cli`` (the exit code and one-line
+    errors of the CLI), stdout and stderr captured, ``cwd`` for the call. The same code as
+    :func:`run_script` without an interpreter start and its imports, for pipelines that call the
+    scripts many times (the cheat corpus); the child processes a script starts are real. Not for
+    tests of the process boundary itself (a crash, the environment a module reads at import)."""
+    from perftune.errors import run_cli
+    if name not in _CLIS:
+        spec = importlib.util.spec_from_file_location(f"_cli_{Path(name).stem}", SCRIPTS / name)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        _CLIS[name] = module
+    out, err, here = io.StringIO(), io.StringIO(), os.getcwd()
+    try:
+        os.chdir(cwd or here)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = run_cli(_CLIS[name].main, [str(a) for a in args])
+            except SystemExit as exc:   # argparse and explicit exits
+                code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    finally:
+        os.chdir(here)
+    return subprocess.CompletedProcess([name, *map(str, args)], code, out.getvalue(), err.getvalue())
 
 
 def assert_one_line_error(proc: subprocess.CompletedProcess, code: int = 2, *needles: str) -> None:

@@ -34,6 +34,7 @@ def test_counts_launches_and_distinct_questions_of_a_kept_run_per_step(tmp_path)
                                                      "reused_from": "c001-x"})   # started no process
     write(op / "docs/perf/correctness/c003-y.json", {"cases": [{"id": "c1", "probe": {}, "ran_in": "probe"}]})
     (op / "docs/perf/stage5_remeasure/rm_001/final/case_c1").mkdir(parents=True)
+    write(op / "docs/perf/stage5_check.json", {"beyond_p0": {"cases": [{"case": "c1"}]}})   # one tail probe
     step_log(run, 1, "correctness", 0, 10)
     step_log(run, 2, "preflight", 10, 10)
     step_log(run, 3, "baseline", 20, 30, {"round": str(op / "docs/perf/round_001")})
@@ -57,12 +58,12 @@ def test_counts_launches_and_distinct_questions_of_a_kept_run_per_step(tmp_path)
     assert result["distinct_questions"] == 5          # (a|b) x (c1|c2) + one P10 re-simulation
     # the test that ran inside its probe's process is no launch of its own; the unknown id simulated nothing
     assert result["launches"] == {"timed": 5, "preflight": 3, "correctness_tests": 2, "correctness_probes": 2,
-                                  "total": 12, "not_simulating": 1}
+                                  "verifier_probes": 1, "total": 13, "not_simulating": 1}
     assert result["median_launch_s"] == 12.0 and result["raw_simulation_s"] == 60.0
-    assert result["wall_per_raw"] == 2.0 and result["launches_per_distinct"] == 2.4
+    assert result["wall_per_raw"] == 2.0 and result["launches_per_distinct"] == 2.6
     steps = result["steps"]
     assert {k: (g["launches"], g["new_questions"]) for k, g in steps.items()} == {
-        "correctness": (4, 0), "preflight": (3, 0), "rounds": (2, 2), "quick": (2, 2), "P10": (1, 1), "other": (0, 0)}
+        "correctness": (4, 0), "preflight": (3, 0), "rounds": (2, 2), "quick": (2, 2), "P10": (2, 1), "other": (0, 0)}
     assert steps["rounds"]["product_s"] == 36.0 and steps["rounds"]["product_per_raw"] == 1.5
     assert steps["preflight"]["product_per_raw"] is None
     assert "| 120.0 | 60.0 | 2.0 |" in proc.stdout and "| rounds | 2 | 2 | 2 | 36.0 | 24.0 | 1.5 |" in proc.stdout

@@ -7,7 +7,8 @@ backend (timed launches through ``cpu_runner``, selector preflights through ``ca
 appends one line with its start time and whether it imported pypto (a process that ended before,
 such as the preflight's unknown case id, is counted apart: it simulated nothing). Correctness
 processes run the tests directly; they are counted from the correctness records (one process per
-test that ran in its own, one per P0 probe; a P0 test that ran inside its probe, ``ran_in``, is none). A **distinct question** is
+test that ran in its own, one per P0 probe; a P0 test that ran inside its probe, ``ran_in``, is none);
+the verifier's beyond-P0 probes (P9, one process per case in ``stage5_check.json``) count as P10's step. A **distinct question** is
 one (executable sha256, case) pair some round arm or quick screen asked, plus each of P10's
 independent re-simulations; the **raw simulation time** of them is their count times the median
 timed launch (one fresh process: importing pypto/torch, compiling, simulating). Reported:
@@ -89,6 +90,8 @@ def analyse(workdir: Path, log: Path, wall_s: float) -> dict:
     correctness = [r for r in (json.loads(p.read_text()) for p in sorted((op / "docs/perf/correctness").glob("c*.json")))
                    if "reused_from" not in r]   # a reused record started no process
     p10 = len(list((op / "docs/perf/stage5_remeasure").glob("rm_*/*/case_*")))
+    check = op / "docs/perf/stage5_check.json"   # P9's beyond-P0 probes: one simulating process per case
+    beyond = len(json.loads(check.read_text()).get("beyond_p0", {}).get("cases", [])) if check.is_file() else 0
     groups = {g: {"steps": 0, "product_s": 0.0, "launches": 0, "new_questions": 0} for g in ORDER}
     seen: set[tuple[str, str]] = set()
     runs = steps(workdir)
@@ -109,6 +112,7 @@ def analyse(workdir: Path, log: Path, wall_s: float) -> dict:
     tests = sum(1 for r in correctness for c in r["cases"] if "ran_in" not in c)
     probes = sum(1 for r in correctness for c in r["cases"] if "probe" in c)
     groups["correctness"]["launches"] += tests + probes
+    groups["P10"]["launches"] += beyond
     for g in groups.values():
         g["product_s"] = round(g["product_s"], 1)
         g["raw_s"] = round(g["new_questions"] * median, 1)
@@ -116,10 +120,11 @@ def analyse(workdir: Path, log: Path, wall_s: float) -> dict:
     preflights = sum(e["module"].endswith("case_adapter") for e in lines)
     distinct = len(distinct_questions(op)) + p10
     raw_s = distinct * median
-    total = len(lines) + tests + probes
+    total = len(lines) + tests + probes + beyond
     return {"wall_s": round(wall_s, 1), "launches": {"timed": len(lines) - preflights, "preflight": preflights,
                                                       "correctness_tests": tests, "correctness_probes": probes,
-                                                      "total": total, "not_simulating": len(idle)},
+                                                      "verifier_probes": beyond, "total": total,
+                                                      "not_simulating": len(idle)},
             "median_launch_s": round(median, 2) if timed else None, "p10_launches": p10,
             "distinct_questions": distinct, "raw_simulation_s": round(raw_s, 1), "steps": groups,
             "launches_per_distinct": round(total / distinct, 2) if distinct else None,
@@ -138,11 +143,13 @@ def run_demo(workdir: Path, log: Path) -> float:
 def table(d: dict) -> str:
     l = d["launches"]
     return "\n".join([
-        "| wall s | raw sim s (distinct) | wall ÷ raw | simulator launches (timed + preflight + tests + probes) | "
+        "| wall s | raw sim s (distinct) | wall ÷ raw | simulator launches (timed + preflight + tests + probes + "
+        "verifier probes) | "
         "not simulating | distinct | launches ÷ distinct |",
         "|---|---|---|---|---|---|---|",
         f"| {d['wall_s']} | {d['raw_simulation_s']} | {d['wall_per_raw']} | {l['total']} ({l['timed']} + {l['preflight']} + "
-        f"{l['correctness_tests']} + {l['correctness_probes']}) | {l.get('not_simulating', 0)} | "
+        f"{l['correctness_tests']} + {l['correctness_probes']} + {l.get('verifier_probes', 0)}) | "
+        f"{l.get('not_simulating', 0)} | "
         f"{d['distinct_questions']} | {d['launches_per_distinct']} |",
         "", "| step | runs | launches | new distinct | product s | raw sim s | product ÷ raw |", "|---|---|---|---|---|---|---|",
         *(f"| {name} | {g['steps']} | {g['launches']} | {g['new_questions']} | {g['product_s']} | {g['raw_s']} | "

@@ -22,7 +22,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from conftest import EXAMPLE, run_script
+from conftest import EXAMPLE, call_script, run_script
 
 HERE = Path(__file__).resolve().parent
 CASE = "r64_c4096_fp32"
@@ -34,7 +34,9 @@ POINTS = ("before_stage4", "before_freeze", "after_freeze", "before_baseline", "
 
 
 def run(op: Path, script: str, *args, ok=(0,)) -> dict:
-    proc = run_script(script, *args, "--json", cwd=op)
+    """One script of the pipeline, in this process (``conftest.call_script``); the verifier itself runs
+    as its own process (:func:`check`)."""
+    proc = call_script(script, *args, "--json", cwd=op)
     assert proc.returncode in ok, f"{script} {args[:1]} exit {proc.returncode}: {proc.stderr[-800:]}"
     return json.loads(proc.stdout) if proc.stdout.strip() else {}
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import cheat_pipeline as pipeline
-from conftest import run_script
+from conftest import call_script as run_script   # in process: the same CLI code, many calls
 
 
 @pytest.fixture(scope="module")

@@ -35,6 +35,16 @@ def test_a_p0_test_run_inside_its_probe_passes_only_when_the_probe_ran_it_to_the
     assert crashed["passed"] is False    # a probe that never reported on the test is no pass
 
 
+def test_tests_run_side_by_side_only_where_they_share_no_card(tmp_path, monkeypatch):
+    monkeypatch.setattr(correctness, "DEVICE_NODES", tmp_path)
+    assert correctness.shares_no_card(None)                 # before the freeze, a machine without a card
+    (tmp_path / "davinci0").touch()
+    assert not correctness.shares_no_card(None)             # a card: one after another
+    for backend, side in (("cpu", True), ("pypto-sim", True), ("msprof", False)):
+        man = type("M", (), {"protocol": type("P", (), {"backend": backend})()})()
+        assert correctness.shares_no_card(man) is side
+
+
 def test_tail_keeps_the_last_lines():
     assert correctness.tail("\n".join(map(str, range(30))), 3) == "27\n28\n29"
 

@@ -168,3 +168,20 @@ def test_a_byte_identical_twin_cites_the_one_launch_its_baseline_arm_made(tmp_pa
     assert [(r["arm"], r["repeat"], r["source"]) for r in rows] == [
         ("baseline", 2, first), ("candidate", 1, first), ("candidate", 2, first)]
     assert pypto_sim.launch_problems(case_dir, CASE, 2, {"candidate": "c", "baseline": "c"}, {}, tmp_path) == []
+
+
+def test_a_question_answered_by_a_copy_cites_the_collection_that_launched_the_original(tmp_path):
+    """Rounds are searched before quick screens: a round's copy of a quick screen's launch answers
+    with the quick screen's collection id (the one the verifier finds owning the source)."""
+    quick = tmp_path / "docs/perf/quick/quick_001"
+    sources = [quick / evidence.case_dir_name(CASE) / f"repeat_00{i}" for i in (1, 2)]
+    for i, folder in enumerate(sources):
+        launch(folder, f"output_{i}")
+    (quick / "quick_performance.json").write_text(json.dumps({**HEADER, "collection_id": "quick_1",
+                                                              "executable_sha256": "a"}))
+    case_dir = tmp_path / "docs/perf/round_001" / evidence.case_dir_name(CASE)
+    sim_reuse.copy(tmp_path, sources, [case_dir / f"repeat_00{i}" for i in (1, 2)], collection_id="quick_1",
+                   case_id=CASE, code_sha256="a", arm="")
+    (case_dir.parent / "collection.json").write_text(json.dumps({**HEADER, "collection_id": "compare_1",
+                                                                 "executable_sha256": "a"}))
+    assert sim_reuse.find(tmp_path, HEADER, CASE, "a", 2) == (sources, "quick_1")

@@ -164,9 +164,7 @@ def run_all(op_dir: str | Path, *, at: str, test_file: str | None = None,
     path = test_module(root, test_file)
     sha, files = _code_identity(root, man)
     env = {**device_env(man.protocol.device_id if man and man.protocol else 0), "PYTHONDONTWRITEBYTECODE": "1"}
-    # cpu and pypto-sim: the test and probe processes are independent and share no device (side by side)
-    workers = min(os.cpu_count() or 1, 4) if man and man.protocol and man.protocol.backend in (
-        "cpu", *protocol.DETERMINISTIC_BACKENDS) else 1
+    workers = min(os.cpu_count() or 1, 4) if shares_no_card(man) else 1
     question = _question(root, man, sha) if man and man.protocol and \
         man.protocol.backend in protocol.DETERMINISTIC_BACKENDS else None
     earlier = _answered(root, question) if question else None
@@ -204,6 +202,18 @@ def run_all(op_dir: str | Path, *, at: str, test_file: str | None = None,
               "cases": cases, "all_passed": all(c["passed"] and not probe_failure(c) for c in cases),
               "created_at": at, **({"question": question} if question else {})}
     return _reserve_write(root, sha, record)
+
+
+DEVICE_NODES = Path("/dev")   # where the Ascend driver exposes a card (davinci0, davinci1, ...)
+
+
+def shares_no_card(man: manifest.Manifest | None) -> bool:
+    """The test and probe processes are independent and may run side by side: the frozen backend is
+    cpu or pypto-sim, or (before the freeze) this machine has no card (no ``/dev/davinci<N>``);
+    on a card they run one after another."""
+    if man is not None and man.protocol is not None:
+        return man.protocol.backend in ("cpu", *protocol.DETERMINISTIC_BACKENDS)
+    return not any(DEVICE_NODES.glob("davinci[0-9]*"))
 
 
 def _from_probe(probe: dict[str, Any], out: str) -> dict[str, Any]:

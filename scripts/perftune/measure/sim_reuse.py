@@ -87,8 +87,8 @@ def _original(op_dir: Path, folder: Path, case_id: str, code_sha256: str) -> Pat
 def find(op_dir: Path, header: dict[str, Any], case_id: str, code_sha256: str, repeats: int
          ) -> tuple[list[Path], str] | None:
     """The original launches (one per repeat ``1..repeats``; a reused repeat stands for the original it
-    copied) that answered this question, and their collection id; None when no complete round or
-    quick screen asked it."""
+    copied) that answered this question, and the id of the collection that launched them; None when no
+    complete round or quick screen asked it."""
     for folder, record in _records(op_dir):
         if not _same(record, header, case_id, repeats):
             continue
@@ -97,8 +97,9 @@ def find(op_dir: Path, header: dict[str, Any], case_id: str, code_sha256: str, r
                 continue
             found = [_original(op_dir, folder / evidence.case_dir_name(case_id) / repeat_dir_name(i) / arm,
                                case_id, code) for i in range(1, repeats + 1)]
-            if all(found):
-                return found, record["collection_id"]
+            owners = {(_owner(op_dir, f) or ("",))[0] for f in found} if all(found) else set()
+            if len(owners) == 1 and "" not in owners:   # the collection that launched them
+                return found, owners.pop()
     return None
 
 

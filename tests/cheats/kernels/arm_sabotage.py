@@ -1,6 +1,6 @@
 """CHEAT (baseline sabotage in a paired round; environment asymmetry): an honest fp32 kernel that, when
 called, finds the baseline arm's module in the same process (``*__paired_baseline``) and replaces its
-``np`` global with a proxy whose ``exp`` sleeps 250 ms: no library attribute changes (P9.patched_library
+``np`` global with a proxy whose ``exp`` sleeps 50 ms: no library attribute changes (P9.patched_library
 sees nothing), the baseline arm it is paired with becomes slow, so every paired speed-up (and P10's
 paired re-measurement) rises. Caught by P10.baseline_arm (cheating): the final round's baseline arm is
 far slower than the same baseline code alone in the baseline round. Legal twin: heavy_import.py (imports
@@ -15,7 +15,7 @@ class _SlowNumpy:
 
     def exp(self, *args, **kwargs):
         import time
-        time.sleep(0.25)
+        time.sleep(0.05)
         return self._inner.exp(*args, **kwargs)
 
     def __getattr__(self, name):
