@@ -35,8 +35,10 @@ def call_script(name: str, *args, cwd: Path | None = None) -> subprocess.Complet
     """``scripts/<name>`` in this process: its ``main`` through ``run_cli`` (the exit code and one-line
     errors of the CLI), stdout and stderr captured, ``cwd`` for the call. The same code as
     :func:`run_script` without an interpreter start and its imports, for pipelines that call the
-    scripts many times (the cheat corpus); the child processes a script starts are real. Not for
-    tests of the process boundary itself (a crash, the environment a module reads at import)."""
+    scripts many times (the cheat corpus); the child processes a script starts are real, and the
+    operator modules a call imports (its golden, its test file) are dropped after it, as a process
+    would drop them. Not for tests of the process boundary itself (a crash, the environment a module
+    reads at import)."""
     from perftune.errors import run_cli
     if name not in _CLIS:
         spec = importlib.util.spec_from_file_location(f"_cli_{Path(name).stem}", SCRIPTS / name)
@@ -44,8 +46,10 @@ def call_script(name: str, *args, cwd: Path | None = None) -> subprocess.Complet
         spec.loader.exec_module(module)
         _CLIS[name] = module
     out, err, here = io.StringIO(), io.StringIO(), os.getcwd()
+    modules, path, argv0 = set(sys.modules), list(sys.path), sys.argv[0]
     try:
         os.chdir(cwd or here)
+        sys.argv[0] = str(SCRIPTS / name)   # argparse's prog, as in the script's own process
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             try:
                 code = run_cli(_CLIS[name].main, [str(a) for a in args])
@@ -53,6 +57,11 @@ def call_script(name: str, *args, cwd: Path | None = None) -> subprocess.Complet
                 code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     finally:
         os.chdir(here)
+        sys.argv[0], sys.path[:] = argv0, path
+        for module in set(sys.modules) - modules:   # an operator's modules (golden, test file) die with the call
+            where = getattr(sys.modules[module], "__file__", None) or ""
+            if where and not where.startswith((str(SCRIPTS), sys.prefix, sys.base_prefix)):
+                del sys.modules[module]
     return subprocess.CompletedProcess([name, *map(str, args)], code, out.getvalue(), err.getvalue())
 
 

@@ -8,15 +8,18 @@ version is the baseline and the final round re-measures it. Used by the scaffold
 from __future__ import annotations
 
 import json
+from functools import partial
 from pathlib import Path
 
-from conftest import run_script
+from conftest import call_script, run_script
 
 INDEX = "| id | title | lifecycle | optimization_eligible | file |\n|----|----|----|----|----|\n"
 
 
-def _run(op: Path, script: str, *args: str, ok=(0,)) -> dict:
-    proc = run_script(script, *args, "--json", cwd=op)
+def _run(op: Path, script: str, *args: str, ok=(0,), backend: str = "cpu") -> dict:
+    """One step; on cpu in this process (``conftest.call_script``); pypto-sim steps import pypto, whose
+    import sets process-wide variables, so they run as their own processes."""
+    proc = (call_script if backend == "cpu" else run_script)(script, *args, "--json", cwd=op)
     assert proc.returncode in ok, f"{script} {args[:1]} exit {proc.returncode}: {proc.stderr[-800:]}"
     return json.loads(proc.stdout) if proc.stdout.strip() else {}
 
@@ -24,38 +27,39 @@ def _run(op: Path, script: str, *args: str, ok=(0,)) -> dict:
 def run(op: Path, cases: list[str], op_name: str, kb_items: list[str], backend: str = "cpu") -> tuple[int, dict]:
     """Freeze → golden → baseline → ledger closed → choose → final → compare → evidence → check.
     ``backend`` pypto-sim: 2 repeats, no warm-up (a deterministic simulator), its shipped platform."""
+    step = partial(_run, backend=backend)
     for folder in ("general-methods", "knowledge-cards", "templates"):
         (op / "sources" / folder).mkdir(parents=True, exist_ok=True)
         (op / "sources" / folder / "INDEX.md").write_text(INDEX)
-    _run(op, "freeze_cases.py", "freeze", "--op-dir", op, "--target-case-ids", *cases, "--selection-mode",
+    step(op, "freeze_cases.py", "freeze", "--op-dir", op, "--target-case-ids", *cases, "--selection-mode",
          "all_p0_no_questions", "--backend", backend, "--op-name", op_name,
          *(("--repeats", "5", "--warmup", "1") if backend == "cpu" else ("--repeats", "2", "--warmup", "0")),
          "--noise-band", "0.05")
-    _run(op, "collect_golden_reference.py", f"{op.name}_golden.py", "--function", f"{op.name}_golden", "--factory",
+    step(op, "collect_golden_reference.py", f"{op.name}_golden.py", "--function", f"{op.name}_golden", "--factory",
          "golden_cases", "--case-manifest", "PERFORMANCE_CASES.json", "--output-dir", ".", "--device", "0",
          "--warmup", "1", "--repeats", "5", "--seed", "42", "--backend", "cpu")
     if backend == "cpu":
-        _run(op, "terminal_evidence.py", "probe", "--output", "docs/perf/platform_cpu.json")
-    run_id = _run(op, "check_correctness.py", "--op-dir", op)["run_id"]
-    _run(op, "collect_perf.py", "preflight", "--op-dir", op)
-    base = _run(op, "collect_perf.py", "formal", "--op-dir", op)
-    _run(op, "ledger.py", "init", "--op-dir", op, "--actor", "test")
+        step(op, "terminal_evidence.py", "probe", "--output", "docs/perf/platform_cpu.json")
+    run_id = step(op, "check_correctness.py", "--op-dir", op)["run_id"]
+    step(op, "collect_perf.py", "preflight", "--op-dir", op)
+    base = step(op, "collect_perf.py", "formal", "--op-dir", op)
+    step(op, "ledger.py", "init", "--op-dir", op, "--actor", "test")
     for item in kb_items:
-        _run(op, "ledger.py", "update", "--op-dir", op, "--actor", "test", "--item", item, "--status",
+        step(op, "ledger.py", "update", "--op-dir", op, "--actor", "test", "--item", item, "--status",
              "already_implemented", "--note", "the baseline meets it (KB_USAGE.json)", "--code-ref",
              f"test_{op.name}.py", "--correctness", run_id, "--formal", base["collection_id"])
-    _run(op, "select_best.py", "record", "--op-dir", op, "--version-id", "v000", "--round", Path(base["round"]).name,
+    step(op, "select_best.py", "record", "--op-dir", op, "--version-id", "v000", "--round", Path(base["round"]).name,
          "--correctness", run_id, "--compliance", "stage4 gates PASS")
-    _run(op, "ledger.py", "sweep", "--op-dir", op, "--actor", "test", "--scope", "all P0 cases", "--examined",
+    step(op, "ledger.py", "sweep", "--op-dir", op, "--actor", "test", "--scope", "all P0 cases", "--examined",
          "docs/perf/ledger.json")
-    _run(op, "ledger_check.py", "--op-dir", op)
-    _run(op, "select_best.py", "choose", "--op-dir", op)
-    final = _run(op, "collect_perf.py", "formal", "--op-dir", op, "--paired-with", "docs/perf/versions/v000")
-    _run(op, "compare_perf.py", "formal", "--op-dir", op, "--baseline", Path(base["round"]).name, "--candidate",
+    step(op, "ledger_check.py", "--op-dir", op)
+    step(op, "select_best.py", "choose", "--op-dir", op)
+    final = step(op, "collect_perf.py", "formal", "--op-dir", op, "--paired-with", "docs/perf/versions/v000")
+    step(op, "compare_perf.py", "formal", "--op-dir", op, "--baseline", Path(base["round"]).name, "--candidate",
          Path(final["round"]).name, ok=(0, 1))
-    _run(op, "select_best.py", "confirm", "--op-dir", op, "--final-round", Path(final["round"]).name, ok=(0, 1))
-    _run(op, "terminal_evidence.py", "build", "--op-dir", op, "--round", Path(final["round"]).name)
-    _run(op, "perf_report.py", "--op-dir", op)
+    step(op, "select_best.py", "confirm", "--op-dir", op, "--final-round", Path(final["round"]).name, ok=(0, 1))
+    step(op, "terminal_evidence.py", "build", "--op-dir", op, "--round", Path(final["round"]).name)
+    step(op, "perf_report.py", "--op-dir", op)
     proc = run_script("stage5_check.py", "--op-dir", op, "--target-case-ids", *cases, "--selection-mode",
                       "all_p0_no_questions", "--json", cwd=op)
     return proc.returncode, json.loads(proc.stdout) if proc.stdout.strip() else {"stderr": proc.stderr}

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_script
+from conftest import call_script, run_script
 from perftune.measure import evidence
 from perftune.report import formal
 
@@ -39,7 +39,9 @@ def op(demo_delivery, tmp_path) -> Path:
 
 
 def script(name: str, *args, ok=(0,)) -> dict:
-    proc = run_script(name, *args, "--json")
+    """A pipeline step re-run after the plant, in this process (``conftest.call_script``); the verifier
+    itself runs as its own process (:func:`check`)."""
+    proc = call_script(name, *args, "--json")
     assert proc.returncode in ok, (name, proc.returncode, proc.stderr[-2000:])
     return json.loads(proc.stdout) if proc.stdout.strip() else {}
 
