@@ -8,6 +8,8 @@ import subprocess
 import pytest
 
 from conftest import ROOT, assert_one_line_error, freeze_example, run_script
+import perf_next
+from perftune.demo import skill
 
 REFS = "skills/pypto-pro-op-perf-tune/references"
 
@@ -80,3 +82,26 @@ def test_op_sources_stay_op_relative_and_a_folder_outside_both_is_refused(op_dir
     moved = tmp_path / "moved" / "softmax"
     shutil.copytree(op_dir, moved)
     assert codes(run_script("ledger_check.py", "--op-dir", moved, "--json")) == {"non_terminal", "sweep_missing"}
+
+
+def test_without_sources_dir_or_own_sources_the_plugin_references_are_enumerated(op_dir):
+    """The scaffold's sources/README.md promise: no own INDEX, no flag → the plugin's presets; perf_next
+    prints the init command without a ``--sources-dir`` (no literal ``${CLAUDE_PLUGIN_ROOT}`` a shell
+    would get in quotes)."""
+    shutil.rmtree(op_dir / "sources")
+    (op_dir / "sources").mkdir()
+    (op_dir / "sources" / "README.md").write_text("optional\n")
+    freeze_example(op_dir)
+    proc = run_script("ledger.py", "init", "--op-dir", op_dir, "--json")
+    assert proc.returncode == 0, proc.stderr
+    led = json.loads((op_dir / "docs/perf/ledger.json").read_text())
+    assert led["sources_origin"] == {"base": "plugin", "path": REFS}
+    assert led["sources"]["general_method"]["index"]["path"] == f"plugin:{REFS}/general-methods/INDEX.md"
+    from perftune.contract import manifest, protocol
+    from perftune.decide import next_step
+    st = next_step.State(op_dir, man=manifest.load_manifest(op_dir / protocol.MANIFEST_NAME),
+                         rounds=[{"name": "round_001", "id": "c1", "sha": "s", "partner": None}], ledger=None,
+                         files={protocol.GOLDEN_REPORT_NAME: 1.0, "docs/perf/platform_cpu.json": 1.0})
+    [init, _] = next_step.prepare(st)
+    command = perf_next.render(init["key"], init["values"], init["needs"], str(op_dir), skill.load())
+    assert init["key"] == "ledger_init" and command.endswith(f"ledger.py init --op-dir {op_dir} --json")

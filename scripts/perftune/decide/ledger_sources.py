@@ -42,6 +42,7 @@ PLUGIN_ROOT = Path(__file__).resolve().parents[3]
 PLUGIN_PREFIX = "plugin:"
 KB_FILE = "KB_SELECTION.json"
 SOURCES_DIR = "sources"
+PLUGIN_REFERENCES = "skills/pypto-pro-op-perf-tune/references"   # the plugin's preset sources
 INDEX_DIRS = {"general_method": "general-methods", "knowledge_card": "knowledge-cards", "template": "templates"}
 SELECTION_FIELDS = ("optional_patterns", "required_constraints")
 REQUIREMENT_KINDS = ("obligation", "precondition", "validation_scope")
@@ -207,10 +208,13 @@ def parse_gates(text: str) -> tuple[tuple[str, str], ...]:
 
 
 def origin_of(op_dir: str | Path, sources_dir: str | Path | None) -> dict[str, str]:
-    """``{base, path}`` of a sources folder: inside the op dir or the plugin, never absolute."""
+    """``{base, path}`` of a sources folder: inside the op dir or the plugin, never absolute. Without
+    ``sources_dir``: the operator's own ``sources/`` when it holds an INDEX file, else the plugin's
+    references (the scaffold's ``sources/README.md`` says so)."""
     root = Path(op_dir).resolve()
     if sources_dir is None:
-        return {"base": "op", "path": SOURCES_DIR}
+        own = any((root / SOURCES_DIR / folder / "INDEX.md").is_file() for folder in INDEX_DIRS.values())
+        return {"base": "op", "path": SOURCES_DIR} if own else {"base": "plugin", "path": PLUGIN_REFERENCES}
     folder = Path(sources_dir).resolve()
     for base, anchor in (("op", root), ("plugin", PLUGIN_ROOT)):
         if folder == anchor or anchor in folder.parents:

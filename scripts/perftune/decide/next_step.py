@@ -136,10 +136,8 @@ def prepare(st: State) -> list[dict] | None:
         return [step("preflight", "no formal round yet"), step("baseline", "the formal baseline v000")]
     base = st.rounds[0]
     if st.ledger is None:
-        sources = st.op / "sources"
-        own = (sources / "general-methods" / "INDEX.md").is_file()
-        return [step("ledger_init", "no ledger", {"SOURCES_DIR": str(sources) if own else
-                                                 "${CLAUDE_PLUGIN_ROOT}/skills/pypto-pro-op-perf-tune/references"}),
+        # no --sources-dir: ledger.py takes the operator's own sources/, else the plugin's references
+        return [step("ledger_init", "no ledger", {"SOURCES_DIR": None}),
                 step("ledger_show", "read and order the enumerated items (SKILL step 8)")]
     failing = ledger_gates.gate_failures(st.ledger, st.man, ledger_gates.bound_evidence(st.op))
     if failing:
