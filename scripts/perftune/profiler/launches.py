@@ -29,10 +29,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import pandas as pd
-
 from ..errors import ContractError
 from . import msprof_csv
+from .msprof_csv import pd   # pandas, imported on first use
 
 STREAM, TASK = "Stream ID", "Task ID"
 COMPUTE_TASK_TYPES = frozenset({"AI_CORE", "AI_VECTOR_CORE", "MIX_AIC", "MIX_AIV"})

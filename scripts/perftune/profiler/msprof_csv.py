@@ -39,7 +39,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from ..contract import protocol
 from ..errors import ContractError
@@ -48,6 +47,23 @@ OP_NAME = protocol.OP_NAME_COLUMN            # "Op Name"
 DURATION = protocol.TIMING_COLUMN            # "Task Duration(us)"
 DEVICE = "Device_id"
 TASK_TYPE = "Task Type"
+
+
+class _Pandas:
+    """pandas, imported on first use: only the profiler tables need it, so a command that reads
+    none (every cpu run, ``--help``) starts without its ~0.2 s import. A missing pandas is still
+    the import guard's ``env_error`` (``errors.install_import_guard`` covers lazy imports)."""
+
+    module = None
+
+    def __getattr__(self, name: str):
+        if _Pandas.module is None:
+            import pandas
+            _Pandas.module = pandas
+        return getattr(_Pandas.module, name)
+
+
+pd = _Pandas()   # ``pd.read_csv``... as with ``import pandas as pd``; launches.py shares it
 KERNEL_NAME = "kernel_name"
 KERNEL_TYPE = "kernel_type"
 TASK_TIME = "task_time(us)"
