@@ -10,8 +10,10 @@ import json
 import shlex
 import shutil
 import subprocess
+import sys
+from pathlib import Path
 
-from conftest import run_script
+from conftest import SCRIPTS, call_script, run_script
 import decided
 from test_third_operator import write_gelu
 
@@ -27,10 +29,19 @@ JUDGEMENT = {
 }
 
 
-def next_of(op):
-    proc = run_script("perf_next.py", "--op-dir", op, "--json")
+def next_of(op, run=run_script):
+    proc = run("perf_next.py", "--op-dir", op, "--json")
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
+
+
+def run_printed(argv: list[str], cwd) -> subprocess.CompletedProcess:
+    """A printed command as the agent runs it. ``<this python> <plugin>/scripts/<name>.py ...`` (every
+    cpu step perf_next prints) runs that script's CLI in this process (``conftest.call_script``: the same
+    main, arguments and folder, without an interpreter start); anything else runs as printed."""
+    if len(argv) >= 2 and argv[0] == sys.executable and Path(argv[1]).parent == SCRIPTS:
+        return call_script(Path(argv[1]).name, *argv[2:], cwd=cwd)
+    return subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=900)
 
 
 def fill(command: str, values: dict) -> list[str]:
@@ -66,7 +77,7 @@ def test_perf_next_takes_an_unseen_operator_to_pass(tmp_path):
     shutil.move(variants, tmp_path / "variants")      # the agent's own drafts, not part of the folder
     commands, edits, calls, keys = 0, 0, 0, []
     for _ in range(80):
-        out = next_of(op)
+        out = next_of(op, call_script)
         calls += 1
         steps = out["steps"]
         if out["mode"] == "choice":   # the agent's choice: an experiment for a planned item, else the sweep
@@ -82,7 +93,7 @@ def test_perf_next_takes_an_unseen_operator_to_pass(tmp_path):
                 continue
             assert step["command"], step
             argv = fill(step["command"], judge(step, tmp_path))
-            proc = subprocess.run(argv, cwd=op, capture_output=True, text=True, timeout=900)
+            proc = run_printed(argv, op)
             commands += 1
             assert proc.returncode in (0, 1), f"{step['key']}: {argv}\n{proc.stderr[-2000:]}"
             if proc.returncode == 1:   # exit 1 is a result the next perf_next reads from the evidence
