@@ -43,6 +43,11 @@ def test_tests_run_side_by_side_only_where_they_share_no_card(tmp_path, monkeypa
     for backend, side in (("cpu", True), ("pypto-sim", True), ("msprof", False)):
         man = type("M", (), {"protocol": type("P", (), {"backend": backend})()})()
         assert correctness.shares_no_card(man) is side
+    monkeypatch.setenv("PERFTUNE_JOBS", "1")
+    sim = type("M", (), {"protocol": type("P", (), {"backend": "pypto-sim"})()})()
+    assert correctness.side_by_side(sim) == 1
+    monkeypatch.setenv("PERFTUNE_JOBS", "9")
+    assert correctness.side_by_side(sim) == 4 and correctness.side_by_side(man) == 1   # msprof: one card
 
 
 def test_tail_keeps_the_last_lines():
@@ -140,3 +145,21 @@ def test_a_failed_probe_is_never_all_passed(op_dir):
     assert all(c["passed"] for c in record["cases"]) and record["all_passed"] is False
     assert [c["id"] for c in record["cases"] if correctness.probe_failure(c)] == [
         c["id"] for c in record["cases"] if c["p0"]]
+
+
+def test_a_probe_that_misses_the_frozen_gate_on_fresh_inputs_fails_the_run(op_dir):
+    """The P0 tests pass on the seed-42 inputs, but the probe's fresh-seed calls get a wrong output
+    (a memoised kernel, or one that meets the gate on seed 42 only): the run fails here, at step 1,
+    not only at stage5_check's P9 after the whole loop."""
+    freeze_example(op_dir)
+    test = op_dir / "test_softmax.py"
+    text = test.read_text().replace('    xf = x.astype(np.float64)\n',
+                                    '    _CALLS.append(1)\n    if len(_CALLS) > 1:\n'
+                                    '        out[...] = 0\n        return\n'
+                                    '    xf = x.astype(np.float64)\n', 1)
+    test.write_text(text.replace("\ndef softmax_kernel(", "\n_CALLS = []\n\n\ndef softmax_kernel(", 1))
+    proc = run_script("check_correctness.py", "--op-dir", op_dir)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "probe FAILED: misses the frozen precision gate on seed" in proc.stdout
+    record = json.loads(sorted((op_dir / "docs/perf/correctness").glob("c*.json"))[-1].read_text())
+    assert all(c["passed"] for c in record["cases"]) and record["all_passed"] is False

@@ -43,6 +43,7 @@ TIMING_SCOPES = {"msprof": "pypto_target_kernel", "cpu": "cpu_kernel_call", "pyp
 # Deterministic backends (same code, same inputs -> the same time): repeats only prove determinism,
 # so the frozen decision needs DETERMINISTIC_MIN_REPEATS samples (zero spread is exact, not noise).
 DETERMINISTIC_BACKENDS = ("pypto-sim",)
+JOBS_ENV = "PERFTUNE_JOBS"   # processes side by side on a deterministic backend (rounds, P10, tests); else the cores
 DETERMINISTIC_MIN_REPEATS = 2
 
 DECISION_METHODS = ("bootstrap", "relative_band")

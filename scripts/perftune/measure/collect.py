@@ -33,7 +33,7 @@ from .backends.case_adapter import find_runner
 from ..errors import CheckFailed, ContractError
 from ..contract.manifest import Manifest, Protocol, load_manifest, make_protocol
 
-JOBS_ENV = "PERFTUNE_JOBS"
+JOBS_ENV = protocol.JOBS_ENV
 
 Progress = Callable[[str], None]
 

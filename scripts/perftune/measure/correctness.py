@@ -164,7 +164,7 @@ def run_all(op_dir: str | Path, *, at: str, test_file: str | None = None,
     path = test_module(root, test_file)
     sha, files = _code_identity(root, man)
     env = {**device_env(man.protocol.device_id if man and man.protocol else 0), "PYTHONDONTWRITEBYTECODE": "1"}
-    workers = min(os.cpu_count() or 1, 4) if shares_no_card(man) else 1
+    workers = side_by_side(man)
     question = _question(root, man, sha) if man and man.protocol and \
         man.protocol.backend in protocol.DETERMINISTIC_BACKENDS else None
     earlier = _answered(root, question) if question else None
@@ -250,12 +250,27 @@ def _answered(root: Path, question: str) -> dict[str, Any] | None:
     return None
 
 
+def side_by_side(man: manifest.Manifest | None) -> int:
+    """Test processes a run starts at once: 1 where they share a card, else ``PERFTUNE_JOBS`` (the
+    rounds' knob), else the cores, at most 4."""
+    if not shares_no_card(man):
+        return 1
+    jobs = os.environ.get(protocol.JOBS_ENV, "")
+    return min(int(jobs) if jobs.isdigit() and int(jobs) >= 1 else (os.cpu_count() or 1), 4)
+
+
 def probe_failure(case: dict[str, Any]) -> str | None:
-    """Why the case's correctness probe did not run to the end (its ``problem`` or a figure's
-    ``error``), else None; a run with a failed probe is never ``all_passed``."""
+    """Why the case's correctness probe failed, else None: its ``problem``, a figure's ``error``, or a
+    figure that misses the frozen gate (P9 would fail it at the end); a run with a failed probe is
+    never ``all_passed``."""
     probe = case.get("probe") or {}
-    figures = [probe.get("measured") or {}, *(probe.get("probes") or [])]
-    return probe.get("problem") or next((f["error"] for f in figures if isinstance(f, dict) and f.get("error")), None)
+    figures = [f for f in [probe.get("measured") or {}, *(probe.get("probes") or [])] if isinstance(f, dict)]
+    error = next((f["error"] for f in figures if f.get("error")), None)
+    missed = next((f for f in figures if f.get("meets_frozen_gate") is False), None)
+    if probe.get("problem") or error or not missed:
+        return probe.get("problem") or error
+    inputs = f"seed {missed['seed']}" if "seed" in missed else "the seed-42 inputs"
+    return f"misses the frozen precision gate on {inputs} (matched_ratio {missed.get('matched_ratio')})"
 
 
 def missing_tests(op_dir: str | Path, record: dict[str, Any]) -> list[str]:

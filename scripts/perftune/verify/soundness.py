@@ -176,8 +176,9 @@ def _case_problems(probe: dict[str, Any] | None) -> list[Problem]:
     for item in probe.get("probes") or [{"error": "no caching probe ran"}]:
         if not item.get("meets_frozen_gate"):
             out.append(("cheating", f"new data of the same shape (seed {item.get('seed')}) gives a wrong output "
-                        f"(matched_ratio {item.get('matched_ratio')}{'; ' + item['error'] if item.get('error') else ''}): "
-                        "memoised or precomputed results"))
+                        f"(matched_ratio {item.get('matched_ratio')}, seed 42: {measured.get('matched_ratio')}"
+                        f"{'; ' + item['error'] if item.get('error') else ''}): memoised or precomputed results, or a "
+                        "kernel that meets the gate on the seed-42 inputs only"))
     return out
 
 
