@@ -65,3 +65,20 @@ def test_summary_and_its_lines():
     text = "\n".join(demo_plan.summary_lines(result))
     assert "c0" in text and "2.000  [1.900, 2.100]  faster" in text
     assert "chosen version: v2 (top)" in text and "Stage 5 verification PASSED." in text
+
+
+def test_items_a_failing_gate_closes_need_no_plan_entry(op_dir):
+    """With the plugin's references on cpu, the plan covers only what close_gated leaves (SKILL step 9):
+    an item whose recorded gate fails here is not asked of the plan, every other one is."""
+    import shutil
+    from conftest import freeze_example, run_script
+    from perftune.demo import flow
+    shutil.rmtree(op_dir / "sources")
+    freeze_example(op_dir)
+    proc = run_script("ledger.py", "init", "--op-dir", op_dir, "--json")
+    assert proc.returncode == 0, proc.stderr
+    items = [i["item_id"] for i in json.loads(proc.stdout)["items"]]
+    plan = demo_plan.parse_plan({**PLAN, "variants": [], "closures": []})
+    left = flow.unplanned(op_dir, plan, items)
+    assert "kb-softmax-output-by-kernel" in left and "card-cube-01" not in left and len(left) < len(items) / 2
+    assert sorted(demo_plan.unplanned(plan, items)) == sorted(items)   # what the demo asked for before: all

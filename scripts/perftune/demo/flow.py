@@ -21,7 +21,8 @@ from typing import Any, TextIO
 from . import opfolder, plan as demo_plan, skill as skill_mod
 from .driver import DEFAULT_WORKDIR, Driver, prepare, prune
 from .. import fsio
-from ..decide import ledger as ledger_mod, next_step
+from ..contract import manifest as manifest_mod, protocol
+from ..decide import ledger as ledger_mod, ledger_gates, next_step
 from ..errors import CheckFailed, ContractError, EnvError
 from ..measure import backends
 
@@ -128,12 +129,27 @@ def _label(st: dict[str, Any], agent: Agent, item: str | None) -> str:
                or values.get("CONFIRM_PARTNER") or "")
 
 
+def unplanned(op: Path, plan: demo_plan.Plan, items: list[str]) -> list[str]:
+    """Enumerated items the plan neither tries nor closes, less those whose recorded gate fails here:
+    the close_gated step after ledger_show closes them (SKILL step 9)."""
+    ledger = fsio.read_json(op / "docs/perf/ledger.json", what="ledger.json")
+    man = manifest_mod.load_manifest(op / protocol.MANIFEST_NAME)
+    gated = {r["item_id"] for r in ledger_gates.gate_failures(ledger, man, ledger_gates.bound_evidence(op))}
+    return demo_plan.unplanned(plan, [i for i in items if i not in gated])
+
+
 def run_step(d: Driver, agent: Agent, st: dict[str, Any], item: str | None) -> None:
     """One perf_next step: the edit is the agent's (a variant of the plan); every other step is its command."""
     key = st["key"]
     if key == "edit":
         exp = agent.experiment(st["values"]["ITEM_ID"])
-        shutil.copyfile(agent.op.variant(exp.version_id), d.op / agent.op.test_file)
+        target = d.op / agent.op.test_file
+        if agent.op.variant(exp.version_id).read_bytes() == target.read_bytes():
+            # perf_next recognises an experiment by a changed executable sha256: the same bytes would ask "edit" forever
+            raise ContractError(agent.op.variant(exp.version_id), exp.version_id, f"is byte-identical to the code in "
+                                f"place ({st['values'].get('BEST_VERSION')}): no experiment to measure",
+                                "change the code (one idea), or close the item without an experiment")
+        shutil.copyfile(agent.op.variant(exp.version_id), target)
         return
     if key == "stop":
         raise CheckFailed(d.op / agent.op.test_file, "baseline", st["why"], "fix the operator")
@@ -145,7 +161,7 @@ def run_step(d: Driver, agent: Agent, st: dict[str, Any], item: str | None) -> N
         d.cases = tuple(c["id"] for c in data["content"]["cases"])
     if key == "ledger_show":
         items = [i["item_id"] for i in (data.get("items") if isinstance(data, dict) else data) or []]
-        missing = demo_plan.unplanned(agent.op.plan, items)
+        missing = unplanned(d.op, agent.op.plan, items)
         if missing:
             raise ContractError(agent.op.folder / "variants/variants.json", "closures", f"ledger items without a "
                                 f"plan: {missing}", "add an experiment or a closure for each enumerated item")
