@@ -9,7 +9,8 @@ such as the preflight's unknown case id, is counted apart: it simulated nothing)
 processes run the tests directly; they are counted from the correctness records (one process per
 test that ran in its own, one per P0 probe; a P0 test that ran inside its probe, ``ran_in``, is none);
 the verifier's beyond-P0 probes (P9, one process per case in ``stage5_check.json``) count as P10's step. A **distinct question** is
-one (executable sha256, case) pair some round arm or quick screen asked, plus each of P10's
+one (executable sha256, case) pair some round arm or quick screen asked, or (executable sha256, test)
+of a correctness test outside the P0 cases (every version's tests must run), plus each of P10's
 independent re-simulations; the **raw simulation time** of them is their count times the median
 timed launch (one fresh process: importing pypto/torch, compiling, simulating). Reported:
 launches ÷ distinct questions and wall ÷ that raw time (the issue's targets: ≤ 2 and ≤ 2 on an
@@ -18,7 +19,8 @@ launch belongs to the demo step whose window, from ``demo_logs``, holds its star
 the questions no earlier step asked, product seconds and product ÷ raw of those questions.
 
 usage:
-  python benchmarks/pypto_sim/bench_pypto_sim.py [--out DIR] [--workdir DIR --launch-log FILE --wall S] [--conditions TEXT]
+  python benchmarks/pypto_sim/bench_pypto_sim.py [--out DIR] [--op-dir DIR | --workdir DIR --launch-log FILE --wall S]
+      [--conditions TEXT]
 
 example:
   python benchmarks/pypto_sim/bench_pypto_sim.py --out benchmarks/results   # one demo, ~5-10 min
@@ -112,13 +114,17 @@ def analyse(workdir: Path, log: Path, wall_s: float) -> dict:
     tests = sum(1 for r in correctness for c in r["cases"] if "ran_in" not in c)
     probes = sum(1 for r in correctness for c in r["cases"] if "probe" in c)
     groups["correctness"]["launches"] += tests + probes
+    # a test outside the P0 cases (or run before the freeze) is a (version, test) launch the protocol needs
+    # too (SKILL step 1: every test of every version): counted in ``total``, so counted as a question
+    non_p0 = {(r["executable_sha256"], c["id"]) for r in correctness for c in r["cases"] if c.get("p0") is not True}
+    groups["correctness"]["new_questions"] += len(non_p0 - seen)
     groups["P10"]["launches"] += beyond
     for g in groups.values():
         g["product_s"] = round(g["product_s"], 1)
         g["raw_s"] = round(g["new_questions"] * median, 1)
         g["product_per_raw"] = round(g["product_s"] / g["raw_s"], 2) if g["raw_s"] else None
     preflights = sum(e["module"].endswith("case_adapter") for e in lines)
-    distinct = len(distinct_questions(op)) + p10
+    distinct = len(distinct_questions(op) | non_p0) + p10
     raw_s = distinct * median
     total = len(lines) + tests + probes + beyond
     return {"wall_s": round(wall_s, 1), "launches": {"timed": len(lines) - preflights, "preflight": preflights,
@@ -132,11 +138,16 @@ def analyse(workdir: Path, log: Path, wall_s: float) -> dict:
             "cpu_count": os.cpu_count(), "load": list(os.getloadavg())}
 
 
-def run_demo(workdir: Path, log: Path) -> float:
+def run_demo(workdir: Path, log: Path, op_dir: Path | None = None) -> float:
+    """One demo run with the launch log: the pypto_softmax example, or ``op_dir`` (e.g. a scaffolded
+    ``new_operator.py --backend pypto-sim`` folder with its plan in ``variants/``)."""
     env = {**os.environ, "PERFTUNE_SIM_LAUNCH_LOG": str(log)}
+    which = ["--op-dir", str(op_dir)] if op_dir else ["--example", "pypto_softmax"]
     started = time.monotonic()
-    subprocess.run([sys.executable, str(ROOT / "scripts/demo.py"), "--example", "pypto_softmax", "--workdir",
-                    str(workdir), "--keep", "--json"], env=env, check=True, capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts/demo.py"), *which, "--workdir", str(workdir), "--keep",
+                           "--json"], env=env, capture_output=True, text=True)
+    if proc.returncode != 0:
+        sys.exit(f"error: demo.py {' '.join(which)} exited {proc.returncode}: {proc.stderr.strip()[-600:]}")
     return time.monotonic() - started
 
 
@@ -159,6 +170,8 @@ def table(d: dict) -> str:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
+    parser.add_argument("--op-dir", type=Path, help="run the demo on this operator folder (its own plan) instead of "
+                        "the pypto_softmax example; the result is pypto_sim_<folder name>.json")
     parser.add_argument("--workdir", type=Path, help="a kept demo work folder (else one demo is run)")
     parser.add_argument("--launch-log", type=Path, help="its PERFTUNE_SIM_LAUNCH_LOG file")
     parser.add_argument("--wall", type=float, help="its wall seconds")
@@ -171,11 +184,12 @@ def main(argv=None) -> int:
     else:
         with tempfile.TemporaryDirectory(prefix="bench_pypto_sim_") as tmp:
             work, log = Path(tmp) / "work", Path(tmp) / "launches.jsonl"
-            result = analyse(work, log, run_demo(work, log))
+            result = analyse(work, log, run_demo(work, log, args.op_dir))
     if args.conditions:
         result["conditions"] = args.conditions
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "pypto_sim.json").write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
+    name = f"pypto_sim_{args.op_dir.name}.json" if args.op_dir else "pypto_sim.json"
+    (args.out / name).write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
     print(table(result))
     return 0
 
