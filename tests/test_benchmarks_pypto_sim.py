@@ -29,12 +29,14 @@ def test_counts_launches_and_distinct_questions_of_a_kept_run_per_step(tmp_path)
                                                        "paired": {"baseline_executable_sha256": "a"}})
     write(op / "docs/perf/quick/quick_001/quick_performance.json", {"executable_sha256": "b",
                                                                     "expected_cases": ["c1", "c2"]})
-    write(op / "docs/perf/correctness/c001-x.json", {"executable_sha256": "a", "cases": [
+    write(op / "docs/perf/correctness/c001-x.json", {"run_id": "c001-x", "executable_sha256": "a", "cases": [
         {"id": "c1", "p0": True, "probe": {}}, {"id": "t", "p0": False}]})   # t: a test every version needs
     write(op / "docs/perf/correctness/c002-x.json", {"executable_sha256": "a", "cases": [
         {"id": "c1", "p0": True, "probe": {}}, {"id": "t", "p0": False}], "reused_from": "c001-x"})   # no process
-    write(op / "docs/perf/correctness/c003-y.json", {"executable_sha256": "b", "cases": [
-        {"id": "c1", "p0": True, "probe": {}, "ran_in": "probe"}]})
+    write(op / "docs/perf/correctness/c003-y.json", {"run_id": "c003-y", "executable_sha256": "b", "cases": [
+        {"id": "c1", "p0": True, "probe": {}, "ran_in": "probe"}, {"id": "u", "p0": False, "ran_in": "batch",
+                                                                    "batch": 1},
+        {"id": "v", "p0": False, "ran_in": "batch", "batch": 1}]})   # u and v: one process
     (op / "docs/perf/stage5_remeasure/rm_001/final/case_c1").mkdir(parents=True)
     write(op / "docs/perf/stage5_check.json", {"beyond_p0": {"cases": [{"case": "c1"}]}})   # one tail probe
     step_log(run, 1, "correctness", 0, 10)
@@ -57,15 +59,15 @@ def test_counts_launches_and_distinct_questions_of_a_kept_run_per_step(tmp_path)
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     result = json.loads((tmp_path / "pypto_sim.json").read_text())
-    assert result["distinct_questions"] == 6          # (a|b) x (c1|c2) + (a, t) + one P10 re-simulation
+    assert result["distinct_questions"] == 8          # (a|b) x (c1|c2) + (a, t), (b, u), (b, v) + one P10
     # the test that ran inside its probe's process is no launch of its own; the unknown id simulated nothing
-    assert result["launches"] == {"timed": 5, "preflight": 3, "correctness_tests": 2, "correctness_probes": 2,
-                                  "verifier_probes": 1, "total": 13, "not_simulating": 1}
-    assert result["median_launch_s"] == 12.0 and result["raw_simulation_s"] == 72.0
-    assert result["wall_per_raw"] == 1.67 and result["launches_per_distinct"] == 2.17
+    assert result["launches"] == {"timed": 5, "preflight": 3, "correctness_tests": 3, "correctness_probes": 2,
+                                  "verifier_probes": 1, "total": 14, "not_simulating": 1}
+    assert result["median_launch_s"] == 12.0 and result["raw_simulation_s"] == 96.0
+    assert result["wall_per_raw"] == 1.25 and result["launches_per_distinct"] == 1.75
     steps = result["steps"]
     assert {k: (g["launches"], g["new_questions"]) for k, g in steps.items()} == {
-        "correctness": (4, 1), "preflight": (3, 0), "rounds": (2, 2), "quick": (2, 2), "P10": (2, 1), "other": (0, 0)}
+        "correctness": (5, 3), "preflight": (3, 0), "rounds": (2, 2), "quick": (2, 2), "P10": (2, 1), "other": (0, 0)}
     assert steps["rounds"]["product_s"] == 36.0 and steps["rounds"]["product_per_raw"] == 1.5
     assert steps["preflight"]["product_per_raw"] is None
-    assert "| 120.0 | 72.0 | 1.67 |" in proc.stdout and "| rounds | 2 | 2 | 2 | 36.0 | 24.0 | 1.5 |" in proc.stdout
+    assert "| 120.0 | 96.0 | 1.25 |" in proc.stdout and "| rounds | 2 | 2 | 2 | 36.0 | 24.0 | 1.5 |" in proc.stdout

@@ -7,7 +7,8 @@ backend (timed launches through ``cpu_runner``, selector preflights through ``ca
 appends one line with its start time and whether it imported pypto (a process that ended before,
 such as the preflight's unknown case id, is counted apart: it simulated nothing). Correctness
 processes run the tests directly; they are counted from the correctness records (one process per
-test that ran in its own, one per P0 probe; a P0 test that ran inside its probe, ``ran_in``, is none);
+test that ran in its own, one per batch of tests that shared a process, one per P0 probe; a P0 test
+that ran inside its probe, ``ran_in: probe``, is none);
 the verifier's beyond-P0 probes (P9, one process per case in ``stage5_check.json``) count as P10's step. A **distinct question** is
 one (executable sha256, case) pair some round arm or quick screen asked, or (executable sha256, test)
 of a correctness test outside the P0 cases (every version's tests must run), plus each of P10's
@@ -111,7 +112,8 @@ def analyse(workdir: Path, log: Path, wall_s: float) -> dict:
     for entry in lines:   # a runner process belongs to the step whose window holds its start
         step = next((s for s in runs if s["started"] <= entry.get("started", -1) <= s["started"] + s["seconds"]), None)
         groups[GROUPS.get(step["key"], "other") if step else "other"]["launches"] += 1
-    tests = sum(1 for r in correctness for c in r["cases"] if "ran_in" not in c)
+    tests = sum(1 for r in correctness for c in r["cases"] if "ran_in" not in c) + \
+        len({(r["run_id"], c["batch"]) for r in correctness for c in r["cases"] if c.get("ran_in") == "batch"})
     probes = sum(1 for r in correctness for c in r["cases"] if "probe" in c)
     groups["correctness"]["launches"] += tests + probes
     # a test outside the P0 cases (or run before the freeze) is a (version, test) launch the protocol needs

@@ -69,6 +69,10 @@ def test_scaffold_to_stage5_pass_on_pypto_sim(tmp_path):
              "text": "the kernel writes every output element", "expected_metric": "no host-side work"}]}]}))
     code, verdict = stage5_run.run(op, [CASE], "rms_kernel", ["kb-rms-out-by-kernel"], backend="pypto-sim")
     assert code == 0 and verdict["verdict"] == "PASS", verdict.get("failures") or verdict
+    [run] = [json.loads(p.read_text()) for p in (op / "docs/perf/correctness").glob("c*.json")]
+    # the P0 test ran inside its probe; the three other tests shared one batch process (one pypto import)
+    assert [(c["p0"], c.get("ran_in"), c.get("batch")) for c in run["cases"]] == [
+        (True, "probe", None), (False, "batch", 1), (False, "batch", 1), (False, "batch", 1)] and run["all_passed"]
     first, final = [json.loads(p.read_text()) for p in sorted((op / "docs/perf").glob("round_*/collection.json"))]
     assert final["environment"]["backend"] == "pypto-sim" and final["environment"]["pypto"] == "0.2.0"
     # the selector preflight is asked once per code hash: the `preflight` step asked it, the first

@@ -1,6 +1,7 @@
 """check_correctness.py: output parsing (pure) and real runs of the example's tests."""
 
 import json
+import os
 
 from hypothesis import given, strategies as st
 
@@ -163,3 +164,27 @@ def test_a_probe_that_misses_the_frozen_gate_on_fresh_inputs_fails_the_run(op_di
     assert "probe FAILED: misses the frozen precision gate on seed" in proc.stdout
     record = json.loads(sorted((op_dir / "docs/perf/correctness").glob("c*.json"))[-1].read_text())
     assert all(c["passed"] for c in record["cases"]) and record["all_passed"] is False
+
+
+def test_a_batch_runs_its_tests_in_one_process_each_result_its_own(tmp_path):
+    """A deterministic backend's tests share one process (one import of pypto): each test's output,
+    exit and figures are its own; a test that kills the process runs again alone, with its own code."""
+    (tmp_path / "test_b.py").write_text(
+        "import os\n_SEEN = []\n"
+        "def test_one():\n    _SEEN.append(1)\n    print('matched_ratio=0.5')\n    print('PASS')\n"
+        "def test_two():\n    raise AssertionError('two is wrong')\n"
+        "def test_three():\n    print('matched_ratio=1.0', len(_SEEN))\n    os._exit(3 if _SEEN else 0)\n"
+        "def test_four():\n    print('max_abs_error=0.25')\n")
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    one, two, three, four = correctness.run_batch(tmp_path, "test_b", ["test_one", "test_two", "test_three",
+                                                                       "test_four"], env, 60, 2)
+    assert (one["passed"], one["matched_ratio"], one["printed_pass"], one["ran_in"], one["batch"]) == \
+        (True, 0.5, True, "batch", 2)
+    assert two["passed"] is False and "two is wrong" in two["output_tail"] and two["matched_ratio"] is None
+    # test_three ended the batch process: it ran again alone (fresh module state: exit 0), so did test_four
+    assert three["passed"] is True and "ran_in" not in three and three["output_tail"].startswith("matched_ratio=1.0 0")
+    assert four["passed"] is True and four["max_abs_error"] == 0.25 and "ran_in" not in four
+    jobs = correctness._test_jobs(tmp_path, "test_b", ["test_one", "test_two", "test_four"], env, 60, batches=2)
+    assert [r["batch"] for job in jobs for r in job()] == [1, 2, 2]     # in order, two processes
+    assert [len(job()) for job in correctness._test_jobs(tmp_path, "test_b", ["test_one", "test_four"], env, 60,
+                                                         batches=0)] == [1, 1]   # elsewhere: a process each

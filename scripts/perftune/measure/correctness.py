@@ -1,7 +1,7 @@
 """Correctness runs of the delivered tests, recorded with the identity of the code they ran.
 
 Every ``test_*`` function of test_<op>.py (top-level, no required parameter, found with ``ast``)
-runs in its own subprocess (``python -c`` importing the test module from the op dir; no pytest):
+runs in a subprocess (its own, but on a deterministic backend, below) (``python -c`` importing the test module from the op dir; no pytest):
 the P0 cases and every other test (the article's complete correctness run). No manifest is needed;
 when one is frozen, a test that runs a manifest case carries that case id and ``p0: true``, a test
 of a non-P0 row of the SPEC.md performance table that row's id and ``p0: false``, any other test
@@ -20,7 +20,8 @@ On a deterministic backend (pypto-sim, frozen manifest) a run answers a question
 no process: it writes a new record with the same cases and ``reused_from: <run_id>`` (issue 30).
 There a P0 test also runs once, inside its probe's process (the probe's first step runs the test):
 its ``passed``, figures and output come from that process (``ran_in: "probe"``), not from a second
-simulation of the same call.
+simulation of the same call; the other tests run in batches, one process per core the probes leave
+free (``ran_in: "batch"``; one import of pypto per batch), each test's output framed as its own.
 
 Decisions: ``run_id`` = ``c<NNN>-<sha8>`` (sequence + first 8 hex of the code hash), reserved by
 an exclusive create; the hash is taken before and after the run and a change refuses the record
@@ -47,6 +48,24 @@ CORRECTNESS_DIR = "correctness"
 TAIL_LINES = 20
 DEFAULT_TIMEOUT_S = 600.0
 _RUNNER = "import importlib, sys; sys.path.insert(0, '.'); getattr(importlib.import_module(sys.argv[1]), sys.argv[2])()"
+_MARK = "@@perftune-test"
+# several tests in one process (a deterministic backend: one import of pypto and torch for all of them);
+# each test's output is framed by markers, its exception printed, the next test runs regardless
+_BATCH_RUNNER = f"""
+import importlib, sys, traceback
+sys.path.insert(0, '.')
+sys.stderr = sys.stdout
+module = importlib.import_module(sys.argv[1])
+for name in sys.argv[2:]:
+    print("\\n{_MARK}-begin " + name, flush=True)
+    try:
+        getattr(module, name)()
+        code = 0
+    except BaseException:
+        traceback.print_exc(file=sys.stdout)
+        code = 1
+    print("\\n{_MARK}-end " + name + " " + str(code), flush=True)
+"""
 _NUMBER = r"([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|inf)"
 
 
@@ -98,6 +117,33 @@ def run_case(op_dir: Path, module: str, function: str, env: dict[str, str], time
             "output_tail": tail(out)}
 
 
+def run_batch(op_dir: Path, module: str, functions: list[str], env: dict[str, str], timeout_s: float,
+              number: int) -> list[dict[str, Any]]:
+    """Run several test functions in one subprocess, in order (``ran_in: "batch"``, ``batch: number``);
+    a test that raised fails alone. A test the process never finished (a crash, ``os._exit``, the
+    timeout) runs again in a process of its own (:func:`run_case`), so its result is its own."""
+    try:
+        proc = subprocess.run([sys.executable, "-c", _BATCH_RUNNER, module, *functions], cwd=op_dir, env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                              timeout=timeout_s * len(functions))
+        out = proc.stdout
+    except subprocess.TimeoutExpired as exc:
+        out = exc.stdout if isinstance(exc.stdout, str) else (exc.stdout or b"").decode("utf-8", "replace")
+    done = {m.group(1): (m.group(2), int(m.group(3))) for m in re.finditer(
+        rf"{_MARK}-begin (\w+)\n(.*?)\n{_MARK}-end \1 (\d)", out, re.S)}
+    results = []
+    for function in functions:
+        if function not in done:
+            results.append(run_case(op_dir, module, function, env, timeout_s))
+            continue
+        text, code = done[function]
+        parsed = parse_output(text)
+        results.append({"returncode": code, "passed": code == 0, "matched_ratio": parsed["matched_ratio"],
+                        "max_abs_error": parsed["max_abs_error"], "printed_pass": parsed["printed_pass"],
+                        "output_tail": tail(text), "ran_in": "batch", "batch": number})
+    return results
+
+
 def _code_identity(op_dir: Path, man: manifest.Manifest | None) -> tuple[str, list[dict[str, Any]]]:
     files = evidence.source_files(op_dir, man)
     return evidence.executable_sha256(op_dir, files), [fsio.file_record(p, op_dir) for p in files]
@@ -146,6 +192,22 @@ def planned_tests(op_dir: Path, test_path: Path, man: manifest.Manifest | None) 
     return planned
 
 
+def _alone(*args) -> list[dict[str, Any]]:
+    return [run_case(*args)]
+
+
+def _test_jobs(root: Path, module: str, functions: list[str], env: dict[str, str], timeout_s: float,
+               batches: int) -> list:
+    """Zero-argument jobs, each returning the results of its tests in order: one process per test, or
+    (``batches`` > 0, a deterministic backend) the tests split in order into that many batch processes."""
+    if not batches:
+        return [partial(_alone, root, module, function, env, timeout_s) for function in functions]
+    n = len(functions)
+    chunks = [functions[k * n // batches:(k + 1) * n // batches] for k in range(batches)]
+    return [partial(run_batch, root, module, chunk, env, timeout_s, number)
+            for number, chunk in enumerate((c for c in chunks if c), start=1)]
+
+
 def _in_order(jobs: list, workers: int) -> list:
     """The results of zero-argument ``jobs`` in their order, ``workers`` at a time (1: one after another)."""
     if workers <= 1 or len(jobs) <= 1:
@@ -174,21 +236,25 @@ def run_all(op_dir: str | Path, *, at: str, test_file: str | None = None,
                                                                        "cases", "all_passed")},
                                           "created_at": at, "question": question, "reused_from": earlier["run_id"]})
     planned = planned_tests(root, path, man)
-    python_op = op_name.python_op(man) if man is not None and man.protocol is not None else None
+    frozen = man is not None and man.protocol is not None
+    python_op = op_name.python_op(man) if frozen else None
     # deterministic: a P0 test runs once, inside its probe's process (its first step runs the test)
     in_probe = {function for _, function, p0 in planned if p0 is True} if question and python_op else set()
-    runs = _in_order([partial(run_case, root, path.stem, function, env, timeout_s)
-                      for _, function, _ in planned if function not in in_probe], workers)
+    p0_ids = [case_id for case_id, _, p0 in planned if p0 is True] if frozen else []
+    printed: dict[str, list[str]] = {case_id: [] for case_id in p0_ids}
+    probe_jobs = [partial(probes.run, root, path, manifest_path, case_id, python_op, device_id=man.protocol.device_id,
+                          timeout_s=timeout_s, printed=printed[case_id]) for case_id in p0_ids] if python_op else []
+    own = [function for _, function, _ in planned if function not in in_probe]
+    test_jobs = _test_jobs(root, path.stem, own, env, timeout_s,
+                           batches=max(1, workers - len(probe_jobs)) if question else 0)
+    done = _in_order([*probe_jobs, *test_jobs], workers)   # one pool: probes and tests side by side
+    found, runs = done[:len(probe_jobs)], [result for batch in done[len(probe_jobs):] for result in batch]
     cases = [{"id": case_id, "test_function": function, "p0": p0, **({} if function in in_probe else runs.pop(0))}
              for case_id, function, p0 in planned]
-    if man is not None and man.protocol is not None:  # frozen gate applied, measured figures, caching probes
+    if frozen:  # frozen gate applied, measured figures, caching probes
         p0 = [case for case in cases if case["p0"] is True]
-        printed: dict[str, list[str]] = {case["id"]: [] for case in p0}
-        found = _in_order([partial(probes.run, root, path, manifest_path, case["id"], python_op,
-                                   device_id=man.protocol.device_id, timeout_s=timeout_s,
-                                   printed=printed[case["id"]]) for case in p0],
-                          workers) if python_op else \
-            [{"problem": "the manifest freezes no launcher of the device op (re-freeze with this version)"}] * len(p0)
+        if not python_op:
+            found = [{"problem": "the manifest freezes no launcher of the device op (re-freeze with this version)"}] * len(p0)
         for case, probe in zip(p0, found):
             case["probe"] = probe
             if case["test_function"] in in_probe:
