@@ -8,18 +8,29 @@ version is the baseline and the final round re-measures it. Used by the scaffold
 from __future__ import annotations
 
 import json
+import sys
 from functools import partial
 from pathlib import Path
 
 from conftest import call_script, run_script
 
 INDEX = "| id | title | lifecycle | optimization_eligible | file |\n|----|----|----|----|----|\n"
+# steps that only read and write the evidence, never the simulator: in this process on pypto-sim too
+BOOKKEEPING = frozenset({"ledger.py", "ledger_check.py", "select_best.py", "compare_perf.py", "perf_report.py"})
+SIMULATOR = ("pypto", "torch")
 
 
 def _run(op: Path, script: str, *args: str, ok=(0,), backend: str = "cpu") -> dict:
-    """One step; on cpu in this process (``conftest.call_script``); pypto-sim steps import pypto, whose
-    import sets process-wide variables, so they run as their own processes."""
-    proc = (call_script if backend == "cpu" else run_script)(script, *args, "--json", cwd=op)
+    """One step; on cpu in this process (``conftest.call_script``); pypto-sim steps that import pypto
+    (whose import sets process-wide variables) run as their own processes, the bookkeeping steps in this
+    one, which fails if such a step ever imports pypto or torch."""
+    if backend == "cpu" or script in BOOKKEEPING:
+        before = {name for name in SIMULATOR if name in sys.modules}
+        proc = call_script(script, *args, "--json", cwd=op)
+        imported = {name for name in SIMULATOR if name in sys.modules} - before
+        assert backend == "cpu" or not imported, f"{script} imported {imported}: run it as its own process"
+    else:
+        proc = run_script(script, *args, "--json", cwd=op)
     assert proc.returncode in ok, f"{script} {args[:1]} exit {proc.returncode}: {proc.stderr[-800:]}"
     return json.loads(proc.stdout) if proc.stdout.strip() else {}
 
