@@ -31,14 +31,15 @@ def run_script(name: str, *args: str, cwd: Path | None = None, env: dict | None 
 _CLIS: dict[str, object] = {}
 
 
-def call_script(name: str, *args, cwd: Path | None = None) -> subprocess.CompletedProcess:
+def call_script(name: str, *args, cwd: Path | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
     """``scripts/<name>`` in this process: its ``main`` through ``run_cli`` (the exit code and one-line
     errors of the CLI), stdout and stderr captured, ``cwd`` for the call. The same code as
     :func:`run_script` without an interpreter start and its imports, for pipelines that call the
     scripts many times (the cheat corpus); the child processes a script starts are real, and the
     operator modules a call imports (its golden, its test file) are dropped after it, as a process
-    would drop them. Not for tests of the process boundary itself (a crash, the environment a module
-    reads at import)."""
+    would drop them. ``env`` is added to the environment for the call only (as :func:`run_script` adds
+    it for the child); the environment is restored afterwards, with anything the script set in it.
+    Not for tests of the process boundary itself (a crash, the environment a module reads at import)."""
     from perftune.errors import run_cli
     if name not in _CLIS:
         spec = importlib.util.spec_from_file_location(f"_cli_{Path(name).stem}", SCRIPTS / name)
@@ -46,8 +47,9 @@ def call_script(name: str, *args, cwd: Path | None = None) -> subprocess.Complet
         spec.loader.exec_module(module)
         _CLIS[name] = module
     out, err, here = io.StringIO(), io.StringIO(), os.getcwd()
-    modules, path, argv0 = set(sys.modules), list(sys.path), sys.argv[0]
+    modules, path, argv0, environ = set(sys.modules), list(sys.path), sys.argv[0], dict(os.environ)
     try:
+        os.environ.update({key: str(value) for key, value in (env or {}).items()})
         os.chdir(cwd or here)
         sys.argv[0] = str(SCRIPTS / name)   # argparse's prog, as in the script's own process
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
@@ -57,6 +59,9 @@ def call_script(name: str, *args, cwd: Path | None = None) -> subprocess.Complet
                 code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     finally:
         os.chdir(here)
+        if os.environ != environ:
+            os.environ.clear()
+            os.environ.update(environ)
         sys.argv[0], sys.path[:] = argv0, path
         for module in set(sys.modules) - modules:   # an operator's modules (golden, test file) die with the call
             where = getattr(sys.modules[module], "__file__", None) or ""

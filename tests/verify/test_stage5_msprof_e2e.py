@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import EXAMPLE, ROOT, run_script
+from conftest import EXAMPLE, ROOT, call_script, run_script
 from perftune.measure import evidence
 
 FAKE = ROOT / "tests" / "fixtures" / "msprof"
@@ -69,7 +69,10 @@ class Flow:
                     "FAKE_MSPROF_TASK_DURATIONS": ",".join(map(str, QUICK))}
 
     def __call__(self, script: str, *args, ok=(0,), parse=True):
-        proc = run_script(script, *map(str, args), *(["--json"] if parse else []), env=self.env)
+        """One step with the fake msprof on PATH; the pipeline steps in this process
+        (``conftest.call_script``, the environment added for the call), the verifier as its own process."""
+        call = run_script if script == "stage5_check.py" else call_script
+        proc = call(script, *map(str, args), *(["--json"] if parse else []), env=self.env)
         assert proc.returncode in ok, (script, args, proc.stdout[-2000:], proc.stderr[-2000:])
         return json.loads(proc.stdout) if parse and proc.stdout.strip() else proc
 
