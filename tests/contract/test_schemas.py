@@ -78,6 +78,12 @@ def test_every_schema_has_a_real_example_here():
 
 
 @pytest.mark.parametrize("name", schemas.available())
+def test_each_shipped_schema_is_a_valid_draft_2020_12_schema(name):
+    from jsonschema import Draft202012Validator
+    Draft202012Validator.check_schema(json.loads(schemas.schema_path(name).read_text()))  # raises SchemaError
+
+
+@pytest.mark.parametrize("name", schemas.available())
 def test_real_artefact_validates(artefacts, name):
     assert schemas.errors(artefacts[name], name) == []
 
