@@ -151,12 +151,14 @@ def deliver(op: Path, plants: dict[str, list], *, experiment: str | None = None,
             _save_prefix(op, state, start)
     base = state["base"]
     if experiment:
-        _experiment(op, experiment, base)
+        _experiment(op, experiment, base, state)
     run(op, "ledger.py", "sweep", "--op-dir", op, "--actor", "test", "--scope", "the P0 case", "--examined",
         "docs/perf/ledger.json")
     run(op, "select_best.py", "choose", "--op-dir", op)
     _at(op, "before_final", state)
     finish(op, state, _formal(op))
+    if state.get("smuggled"):   # the kernel the correctness run refused, put back behind the SKILL's back
+        plant_kernel(op, state["smuggled"])
     _at(op, "after_delivery", state)
     return state
 
@@ -213,13 +215,25 @@ def _reuse_prefix(op: Path, state: dict[str, Any], start: str) -> None:
     shutil.copytree(keep / "stage4_copy", state["stage4"], symlinks=True)
 
 
-def _experiment(op: Path, kernel: str, base: str) -> None:
-    """One experiment as the SKILL runs it: a derived ledger item, the new kernel, its paired round, v001."""
+def _experiment(op: Path, kernel: str, base: str, state: dict[str, Any]) -> None:
+    """One experiment as the SKILL runs it: a derived ledger item, the new kernel, its paired round, v001.
+    A kernel whose correctness run fails (a probe caught it at step 1) is rejected ``correctness_failed``
+    and v000 restored, as the SKILL says (confirm refuses a final round of other code than the chosen
+    version); the cheating agent puts it back once the report is written (``state["smuggled"]``), so
+    the verifier meets it in the delivered code."""
     run(op, "ledger.py", "add", "--op-dir", op, "--actor", "test", "--item-id", "bn-kernel", "--title",
         f"kernel {kernel}", "--evidence-file", f"docs/perf/{base}/collection.json", "--expected-metric",
         "speedup > 1.05", "--hypothesis", "fewer passes over the row; risk: precision; stop: slower")
     plant_kernel(op, kernel)
-    run_id = run(op, "check_correctness.py", "--op-dir", op, ok=(0, 1))["run_id"]   # 1: a probe failed (the verifier judges)
+    record = run(op, "check_correctness.py", "--op-dir", op, ok=(0, 1))
+    run_id = record["run_id"]
+    if not record["all_passed"]:
+        run(op, "ledger.py", "update", "--op-dir", op, "--actor", "test", "--item", "bn-kernel", "--status",
+            "rejected", "--reason-code", "correctness_failed", "--restore-point", "v000", "--note",
+            f"{kernel}: the correctness run failed", "--code-ref", TEST, "--correctness", run_id)
+        run(op, "select_best.py", "restore", "--op-dir", op, "--version", "v000")
+        state["smuggled"] = kernel
+        return
     ranking = _formal(op)
     decided = run(op, "compare_perf.py", "formal", "--op-dir", op, "--baseline", base, "--candidate", ranking,
                   ok=(0, 1))["item_acceptance"]   # the item is closed as the frozen rule decided (SKILL step 18)

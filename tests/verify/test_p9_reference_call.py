@@ -190,7 +190,8 @@ def test_cheats_on_it_still_fail_p9(frozen, tmp_path, kernel, clip_mode, categor
     shutil.copytree(frozen, op, ignore=shutil.ignore_patterns("docs", "__pycache__"))
     write_test(op, kernel, clip_mode)
     record = correctness(op)
-    assert record["all_passed"]  # the test's own check is satisfied: only the probes can see it
+    # the test's own check is satisfied: only the probes see it, and their failure fails the run
+    assert all(case["passed"] for case in record["cases"]) and record["all_passed"] is False
     problems = soundness.precision_problems(op, load_manifest(op / "PERFORMANCE_CASES.json"), record)
     assert any(cat == category and needle in msg for cat, msg in problems), problems
 
