@@ -150,16 +150,24 @@ def real_backend_md(results: Path) -> list[str]:
         out += [f"## 7. {len(d['runs'])} demo runs: does each run's suite CI hold the others?", "",
                 f"`benchmarks/demo_runs/bench_demo_runs.py` (run on its own), example `{d['example']}`.", "",
                 _load("demo_runs", "bench_demo_runs").table(d), "", "![demo runs](demo_runs.png)", ""]
-    path = results / "pypto_sim.json"
-    if path.exists():
-        d = json.loads(path.read_text())
+    runs = sorted(results.glob("pypto_sim*.json"))   # the example, then each --op-dir operator
+    if runs:
+        bench = _load("pypto_sim", "bench_pypto_sim")
         out += ["## 8. The pypto-sim loop: product time and launches vs the distinct simulations", "",
-                f"`benchmarks/pypto_sim/bench_pypto_sim.py` (run on its own): one `demo.py --example pypto_softmax` "
-                f"on {d['cpu_count']} cores, {d.get('conditions') or 'load %.1f' % d['load'][0]}; targets ≤ 2 launches "
-                "per distinct launch the protocol needs ((version, case) questions + P10's re-simulations) and wall "
-                "≤ 2× their raw simulation (idle machine). A launch belongs to the demo step whose window holds its "
-                "start; new distinct = questions no earlier step asked; raw = their count × the median timed launch.",
-                "", _load("pypto_sim", "bench_pypto_sim").table(d), ""]
+                "`benchmarks/pypto_sim/bench_pypto_sim.py` (run on its own; `--op-dir` for any operator folder); "
+                "targets ≤ 2 launches per distinct launch the protocol needs ((version, case) questions, the "
+                "tests outside the P0 cases, P10's re-simulations) and wall ≤ 2× their raw simulation (idle "
+                "machine). A launch belongs to the demo step whose window holds its start; new distinct = "
+                "questions no earlier step asked; raw = their count × the median timed launch.", ""]
+        for path in runs:
+            d = json.loads(path.read_text())
+            what = "`demo.py --example pypto_softmax`" if path.stem == "pypto_sim" else \
+                f"`demo.py --op-dir` on `{path.stem.removeprefix('pypto_sim_')}`"
+            v = d.get("verdicts") or {}
+            out += [f"**{what}** on {d['cpu_count']} cores, {d.get('conditions') or 'load %.1f' % d['load'][0]}"
+                    + (f"; verdict: {str(v.get('verifier')).rstrip('.')}, chosen `{v.get('chosen_version')}`, suite mean speed-up "
+                       f"{v.get('suite_mean_speedup'):.3f}" if v.get("suite_mean_speedup") is not None else "") + ".",
+                    "", bench.table(d), ""]
     return out
 
 

@@ -71,3 +71,14 @@ def test_counts_launches_and_distinct_questions_of_a_kept_run_per_step(tmp_path)
     assert steps["rounds"]["product_s"] == 36.0 and steps["rounds"]["product_per_raw"] == 1.5
     assert steps["preflight"]["product_per_raw"] is None
     assert "| 120.0 | 96.0 | 1.25 |" in proc.stdout and "| rounds | 2 | 2 | 2 | 36.0 | 24.0 | 1.5 |" in proc.stdout
+
+
+def test_the_verdicts_kept_beside_the_figures_are_the_demos_own():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("bench_pypto_sim", ROOT / "benchmarks/pypto_sim/bench_pypto_sim.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    summary = {"verifier": "Stage 5 verification PASSED.", "chosen_version": "v1", "suite": {"mean_case_speedup": 2.5},
+               "cases": [{"case": "c1", "baseline_us": 10.0, "final_us": 4.0, "speedup": 2.5, "verdict": "faster"}]}
+    assert bench.verdicts(summary) == {"verifier": "Stage 5 verification PASSED.", "chosen_version": "v1",
+                                       "cases": {"c1": [10.0, 4.0, 2.5]}, "suite_mean_speedup": 2.5}

@@ -140,7 +140,7 @@ def analyse(workdir: Path, log: Path, wall_s: float) -> dict:
             "cpu_count": os.cpu_count(), "load": list(os.getloadavg())}
 
 
-def run_demo(workdir: Path, log: Path, op_dir: Path | None = None) -> float:
+def run_demo(workdir: Path, log: Path, op_dir: Path | None = None) -> tuple[float, dict]:
     """One demo run with the launch log: the pypto_softmax example, or ``op_dir`` (e.g. a scaffolded
     ``new_operator.py --backend pypto-sim`` folder with its plan in ``variants/``)."""
     env = {**os.environ, "PERFTUNE_SIM_LAUNCH_LOG": str(log)}
@@ -150,7 +150,15 @@ def run_demo(workdir: Path, log: Path, op_dir: Path | None = None) -> float:
                            "--json"], env=env, capture_output=True, text=True)
     if proc.returncode != 0:
         sys.exit(f"error: demo.py {' '.join(which)} exited {proc.returncode}: {proc.stderr.strip()[-600:]}")
-    return time.monotonic() - started
+    return time.monotonic() - started, json.loads(proc.stdout)
+
+
+def verdicts(summary: dict) -> dict:
+    """What must not change when the loop gets faster: the verifier's line, the chosen version, the
+    delivered cycles' speed-ups per case and the suite's."""
+    return {"verifier": summary.get("verifier"), "chosen_version": summary.get("chosen_version"),
+            "cases": {c["case"]: [c["baseline_us"], c["final_us"], c["speedup"]] for c in summary.get("cases", [])},
+            "suite_mean_speedup": (summary.get("suite") or {}).get("mean_case_speedup")}
 
 
 def table(d: dict) -> str:
@@ -186,13 +194,16 @@ def main(argv=None) -> int:
     else:
         with tempfile.TemporaryDirectory(prefix="bench_pypto_sim_") as tmp:
             work, log = Path(tmp) / "work", Path(tmp) / "launches.jsonl"
-            result = analyse(work, log, run_demo(work, log, args.op_dir))
+            wall, summary = run_demo(work, log, args.op_dir)
+            result = {**analyse(work, log, wall), "verdicts": verdicts(summary)}
     if args.conditions:
         result["conditions"] = args.conditions
     args.out.mkdir(parents=True, exist_ok=True)
     name = f"pypto_sim_{args.op_dir.name}.json" if args.op_dir else "pypto_sim.json"
     (args.out / name).write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
     print(table(result))
+    if "verdicts" in result:
+        print(json.dumps(result["verdicts"], sort_keys=True))
     return 0
 
 
