@@ -3,6 +3,7 @@
 import json
 import os
 
+import pytest
 from hypothesis import given, strategies as st
 
 from conftest import assert_one_line_error, freeze_example, run_script, tree_digest
@@ -129,41 +130,28 @@ def test_every_test_runs_without_a_manifest_and_a_broken_non_p0_test_fails_the_r
     assert "non-P0 test test_odd_rows_non_p0 fails" in gates["P5"]["detail"]
 
 
-def test_a_failed_probe_is_never_all_passed(op_dir):
-    """The tests pass, but the op dies when the probe calls it again with fresh inputs (as a bf16 op
-    did when the probe could not read its output): the run is not all_passed and exits 1."""
+@pytest.mark.parametrize("after_first_call,printed", [
+    # the op dies when the probe calls it again with fresh inputs (as a bf16 op did when the probe
+    # could not read its output)
+    ('        raise TypeError("Got unsupported ScalarType BFloat16")\n', "probe FAILED: probe runner exited 1: TypeError: Got unsupported"),
+    # the fresh-seed calls get a wrong output (a memoised kernel, or one that meets the gate on seed 42
+    # only): the run fails here, at step 1, not only at stage5_check's P9 after the whole loop
+    ("        out[...] = 0\n        return\n", "probe FAILED: misses the frozen precision gate on seed"),
+], ids=["probe_error", "probe_misses_gate"])
+def test_a_failed_probe_is_never_all_passed(op_dir, after_first_call, printed):
+    """The tests pass on the seed-42 inputs, but the probe's later calls fail: the run is not
+    all_passed and exits 1, naming the probe's failure."""
     freeze_example(op_dir)
     test = op_dir / "test_softmax.py"
-    text = test.read_text().replace('    xf = x.astype(np.float64)\n',
-                                    '    _CALLS.append(1)\n    if len(_CALLS) > 1:\n'
-                                    '        raise TypeError("Got unsupported ScalarType BFloat16")\n'
-                                    '    xf = x.astype(np.float64)\n', 1)
+    text = test.read_text().replace('    xf = x.astype(np.float64)\n', '    _CALLS.append(1)\n    if len(_CALLS) > 1:\n'
+                                    + after_first_call + '    xf = x.astype(np.float64)\n', 1)
     test.write_text(text.replace("\ndef softmax_kernel(", "\n_CALLS = []\n\n\ndef softmax_kernel(", 1))
     proc = run_script("check_correctness.py", "--op-dir", op_dir)
-    assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert "probe FAILED" in proc.stdout and "BFloat16" in proc.stdout
+    assert proc.returncode == 1 and printed in proc.stdout, proc.stdout + proc.stderr
     record = json.loads(sorted((op_dir / "docs/perf/correctness").glob("c*.json"))[-1].read_text())
     assert all(c["passed"] for c in record["cases"]) and record["all_passed"] is False
     assert [c["id"] for c in record["cases"] if correctness.probe_failure(c)] == [
         c["id"] for c in record["cases"] if c["p0"]]
-
-
-def test_a_probe_that_misses_the_frozen_gate_on_fresh_inputs_fails_the_run(op_dir):
-    """The P0 tests pass on the seed-42 inputs, but the probe's fresh-seed calls get a wrong output
-    (a memoised kernel, or one that meets the gate on seed 42 only): the run fails here, at step 1,
-    not only at stage5_check's P9 after the whole loop."""
-    freeze_example(op_dir)
-    test = op_dir / "test_softmax.py"
-    text = test.read_text().replace('    xf = x.astype(np.float64)\n',
-                                    '    _CALLS.append(1)\n    if len(_CALLS) > 1:\n'
-                                    '        out[...] = 0\n        return\n'
-                                    '    xf = x.astype(np.float64)\n', 1)
-    test.write_text(text.replace("\ndef softmax_kernel(", "\n_CALLS = []\n\n\ndef softmax_kernel(", 1))
-    proc = run_script("check_correctness.py", "--op-dir", op_dir)
-    assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert "probe FAILED: misses the frozen precision gate on seed" in proc.stdout
-    record = json.loads(sorted((op_dir / "docs/perf/correctness").glob("c*.json"))[-1].read_text())
-    assert all(c["passed"] for c in record["cases"]) and record["all_passed"] is False
 
 
 def test_a_batch_runs_its_tests_in_one_process_each_result_its_own(tmp_path):
