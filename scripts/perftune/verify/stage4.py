@@ -410,12 +410,9 @@ def _read_source(path: Path) -> SourceFile:
         return SourceFile(path.name, None, f"cannot be read: {exc.strerror}")
 
 
-def run_gates(op_dir: str | Path, op: str | None = None, *,
-              import_timeout_s: float = DEFAULT_IMPORT_TIMEOUT_S) -> Stage4Result:
-    """Read the delivery of ``op_dir``, probe its import and evaluate every Stage 4 gate.
-
-    ``op`` defaults to the directory name. A missing directory or test file is a contract error.
-    """
+def read_delivery(op_dir: str | Path, op: str | None = None) -> tuple[Path, tuple[str, ...], OperatorSources]:
+    """(folder, delivery file names, their sources) of ``op_dir``; ``op`` defaults to the directory
+    name. A missing directory or test file is a contract error."""
     root = Path(op_dir)
     if not root.is_dir():
         raise ContractError(root, "--op-dir", "operator directory not found", "pass the custom/<op> directory")
@@ -427,7 +424,17 @@ def run_gates(op_dir: str | Path, op: str | None = None, *,
     if not (root / names[0]).is_file():
         raise ContractError(root / names[0], "-", "Stage 4 test file is missing",
                             "deliver test_<op>.py or pass --op with the right operator name")
-    sources = OperatorSources(op, *(_read_source(root / name) for name in names))
-    probe = probe_import(root, names, f"test_{op}", timeout_s=import_timeout_s)
-    inputs = {name: fsio.file_record(root / name, root) for name in names if (root / name).is_file()}
-    return evaluate(sources, probe, inputs)
+    return root, tuple(names), OperatorSources(op, *(_read_source(root / name) for name in names))
+
+
+def finish(root: Path, names: tuple[str, ...], sources: OperatorSources, probe: ImportProbe) -> Stage4Result:
+    """Every Stage 4 gate of a read delivery and its import probe."""
+    return evaluate(sources, probe, {name: fsio.file_record(root / name, root) for name in names
+                                     if (root / name).is_file()})
+
+
+def run_gates(op_dir: str | Path, op: str | None = None, *,
+              import_timeout_s: float = DEFAULT_IMPORT_TIMEOUT_S) -> Stage4Result:
+    """Read the delivery of ``op_dir``, probe its import and evaluate every Stage 4 gate."""
+    root, names, sources = read_delivery(op_dir, op)
+    return finish(root, names, sources, probe_import(root, names, f"test_{sources.op}", timeout_s=import_timeout_s))
