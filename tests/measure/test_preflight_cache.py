@@ -9,6 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from perftune.contract import protocol
 from perftune.errors import ContractError
 from perftune.measure import collect, preflight_cache
 from perftune.measure.backends.base import Selector
@@ -47,10 +48,10 @@ def ctx(backend: str, cases: int):
 
 
 def test_case_jobs_run_side_by_side_only_on_a_deterministic_backend(monkeypatch):
-    monkeypatch.delenv(collect.JOBS_ENV, raising=False)
+    monkeypatch.delenv(protocol.JOBS_ENV, raising=False)
     assert collect.case_jobs(ctx("cpu", 4), 4) == 1 and collect.case_jobs(ctx("msprof", 4)) == 1
     assert collect.case_jobs(ctx("pypto-sim", 4), 3) == 3 and collect.case_jobs(ctx("pypto-sim", 2), 8) == 2
-    monkeypatch.setenv(collect.JOBS_ENV, "1")
+    monkeypatch.setenv(protocol.JOBS_ENV, "1")
     assert collect.case_jobs(ctx("pypto-sim", 4)) == 1
     with pytest.raises(ContractError, match="--jobs"):
         collect.case_jobs(ctx("pypto-sim", 4), 0)

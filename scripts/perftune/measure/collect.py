@@ -17,7 +17,6 @@ the current best (``run_quick(paired_with=...)``) uses the same machinery.
 from __future__ import annotations
 
 import dataclasses
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,7 +32,6 @@ from .backends.case_adapter import find_runner
 from ..errors import CheckFailed, ContractError
 from ..contract.manifest import Manifest, Protocol, load_manifest, make_protocol
 
-JOBS_ENV = protocol.JOBS_ENV
 
 Progress = Callable[[str], None]
 
@@ -346,10 +344,7 @@ def case_jobs(ctx: Context, requested: int | None = None) -> int:
     core there); 1 on every other backend. Never more than the cases."""
     if ctx.protocol.backend not in protocol.DETERMINISTIC_BACKENDS:
         return 1
-    text = str(requested) if requested is not None else os.environ.get(JOBS_ENV) or str(os.cpu_count() or 1)
-    if not text.isdigit() or int(text) < 1:
-        raise ContractError("collect_perf.py", "--jobs", f"{text!r} is not a positive integer", "use --jobs N, N >= 1")
-    return min(int(text), len(ctx.manifest.cases))
+    return min(scheduling.requested_jobs(requested), len(ctx.manifest.cases))
 
 
 def _formal_case(ctx, collection, round_dir, case, retry, base_spec, progress) -> None:

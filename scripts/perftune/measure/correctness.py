@@ -1,7 +1,8 @@
 """Correctness runs of the delivered tests, recorded with the identity of the code they ran.
 
 Every ``test_*`` function of test_<op>.py (top-level, no required parameter, found with ``ast``)
-runs in a subprocess (its own, but on a deterministic backend, below) (``python -c`` importing the test module from the op dir; no pytest):
+runs in a subprocess of its own (on a deterministic backend, below, in batches), ``python -c``
+importing the test module from the op dir (no pytest):
 the P0 cases and every other test (the article's complete correctness run). No manifest is needed;
 when one is frozen, a test that runs a manifest case carries that case id and ``p0: true``, a test
 of a non-P0 row of the SPEC.md performance table that row's id and ``p0: false``, any other test
@@ -30,7 +31,6 @@ an exclusive create; the hash is taken before and after the run and a change ref
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
@@ -38,7 +38,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from . import evidence, probes
+from . import evidence, probes, scheduling
 from .. import fsio
 from ..contract import manifest, op_name, protocol, schemas
 from .backends.base import device_env
@@ -111,10 +111,15 @@ def run_case(op_dir: Path, module: str, function: str, env: dict[str, str], time
         code, out = proc.returncode, proc.stdout + proc.stderr
     except subprocess.TimeoutExpired as exc:
         code, out = None, f"{exc.stdout or ''}{exc.stderr or ''}\ntimeout after {timeout_s} s"
+    return _result(code, out)
+
+
+def _result(code: int | None, out: str, shown: str | None = None, **where: Any) -> dict[str, Any]:
+    """One test's record: its exit code (0 passes), the figures it printed, the tail of ``shown``
+    (default its output), and where it ran."""
     parsed = parse_output(out)
-    return {"returncode": code, "passed": code == 0, "matched_ratio": parsed["matched_ratio"],
-            "max_abs_error": parsed["max_abs_error"], "printed_pass": parsed["printed_pass"],
-            "output_tail": tail(out)}
+    return {"returncode": code, "passed": code == 0, **parsed, "output_tail": tail(out if shown is None else shown),
+            **where}
 
 
 def run_batch(op_dir: Path, module: str, functions: list[str], env: dict[str, str], timeout_s: float,
@@ -137,10 +142,7 @@ def run_batch(op_dir: Path, module: str, functions: list[str], env: dict[str, st
             results.append(run_case(op_dir, module, function, env, timeout_s))
             continue
         text, code = done[function]
-        parsed = parse_output(text)
-        results.append({"returncode": code, "passed": code == 0, "matched_ratio": parsed["matched_ratio"],
-                        "max_abs_error": parsed["max_abs_error"], "printed_pass": parsed["printed_pass"],
-                        "output_tail": tail(text), "ran_in": "batch", "batch": number})
+        results.append(_result(code, text, ran_in="batch", batch=number))
     return results
 
 
@@ -286,11 +288,8 @@ def _from_probe(probe: dict[str, Any], out: str) -> dict[str, Any]:
     """A P0 test's result from the probe process that ran it (its first step): passed when the
     process ran to the end and the test raised nothing."""
     passed = "test_error" in probe and probe["test_error"] is None
-    parsed = parse_output(out)
-    return {"returncode": 0 if passed else 1, "passed": passed, "matched_ratio": parsed["matched_ratio"],
-            "max_abs_error": parsed["max_abs_error"], "printed_pass": parsed["printed_pass"],
-            "output_tail": tail(out + (f"\n{probe['test_error']}" if probe.get("test_error") else "")),
-            "ran_in": "probe"}
+    return _result(0 if passed else 1, out, out + (f"\n{probe['test_error']}" if probe.get("test_error") else ""),
+                   ran_in="probe")
 
 
 def _question(root: Path, man: manifest.Manifest, sha: str) -> str:
@@ -319,10 +318,7 @@ def _answered(root: Path, question: str) -> dict[str, Any] | None:
 def side_by_side(man: manifest.Manifest | None) -> int:
     """Test processes a run starts at once: 1 where they share a card, else ``PERFTUNE_JOBS`` (the
     rounds' knob), else the cores, at most 4."""
-    if not shares_no_card(man):
-        return 1
-    jobs = os.environ.get(protocol.JOBS_ENV, "")
-    return min(int(jobs) if jobs.isdigit() and int(jobs) >= 1 else (os.cpu_count() or 1), 4)
+    return min(scheduling.requested_jobs(), 4) if shares_no_card(man) else 1
 
 
 def probe_failure(case: dict[str, Any]) -> str | None:

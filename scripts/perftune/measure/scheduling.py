@@ -14,14 +14,27 @@ adds ``case_devices``.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..errors import CheckFailed
+from ..contract import protocol
+from ..errors import CheckFailed, ContractError
 from . import devices as devices_mod
 
 COLLECTION_LOCK = threading.Lock()   # collection.json is rewritten by every finished case
+
+
+def requested_jobs(requested: int | None = None) -> int:
+    """Processes side by side where they share no card (a deterministic backend's cases, P10's
+    re-simulations, correctness tests): ``requested`` (``--jobs``), else ``PERFTUNE_JOBS``, else the
+    cores; anything but a positive integer is a contract error."""
+    text = str(requested) if requested is not None else os.environ.get(protocol.JOBS_ENV) or str(os.cpu_count() or 1)
+    if not text.isdigit() or int(text) < 1:
+        raise ContractError("--jobs" if requested is not None else protocol.JOBS_ENV, "-",
+                            f"{text!r} is not a positive integer", "use --jobs N or PERFTUNE_JOBS=N, N >= 1")
+    return int(text)
 
 
 def assignment(case_ids: Sequence[str], devices: Sequence[int]) -> dict[str, int]:

@@ -433,8 +433,14 @@ def finish(root: Path, names: tuple[str, ...], sources: OperatorSources, probe: 
                                      if (root / name).is_file()})
 
 
+def probe_delivery(root: Path, names: tuple[str, ...], sources: OperatorSources, *,
+                   timeout_s: float = DEFAULT_IMPORT_TIMEOUT_S) -> ImportProbe:
+    """The import probe of a read delivery (a process of its own)."""
+    return probe_import(root, names, f"test_{sources.op}", timeout_s=timeout_s)
+
+
 def run_gates(op_dir: str | Path, op: str | None = None, *,
               import_timeout_s: float = DEFAULT_IMPORT_TIMEOUT_S) -> Stage4Result:
     """Read the delivery of ``op_dir``, probe its import and evaluate every Stage 4 gate."""
-    root, names, sources = read_delivery(op_dir, op)
-    return finish(root, names, sources, probe_import(root, names, f"test_{sources.op}", timeout_s=import_timeout_s))
+    delivery = read_delivery(op_dir, op)
+    return finish(*delivery, probe_delivery(*delivery, timeout_s=import_timeout_s))

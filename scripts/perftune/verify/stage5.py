@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import functools
 import json
-from concurrent.futures import ThreadPoolExecutor
 import re
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -427,8 +427,7 @@ def check(op_dir: str | Path, target_case_ids: list[str], selection_mode: str, *
     # Stage 4's import probe is a process of its own (importing pypto takes seconds): it runs beside
     # the gates P1-P9 and has ended before P10 times anything
     with ThreadPoolExecutor(max_workers=1) as pool:
-        importing = pool.submit(stage4_mod.probe_import, root, delivery[1], f"test_{delivery[2].op}",
-                                timeout_s=stage4_mod.DEFAULT_IMPORT_TIMEOUT_S)
+        importing = pool.submit(stage4_mod.probe_delivery, *delivery)
         p_rows, p_findings = run_gates(ctx, before_p10=importing.result)
         stage4 = stage4_mod.finish(*delivery, importing.result())
     rows, findings = _stage4_rows(stage4)
