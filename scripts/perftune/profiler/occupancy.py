@@ -55,8 +55,12 @@ def _first(row: Mapping[str, Any], names: Sequence[str]) -> float | None:
 
 
 def blocks_of(row: Mapping[str, Any], side: str, task_type: str | None) -> tuple[int | None, str]:
-    """``(blocks, column)`` of ``side`` in one op_summary row; ``None`` when the profiler wrote none (or 0)."""
+    """``(blocks, column)`` of ``side`` in one op_summary row; ``None`` when the profiler wrote none (or 0),
+    or when a MIX row (both block columns written) comes without its task type (which count is whose is
+    then unknown)."""
     kind = (task_type or "").removeprefix("KERNEL_")     # task_time writes KERNEL_MIX_AIC
+    if not kind and _first(row, BLOCK_COLUMNS) and _first(row, MIX_BLOCK_COLUMNS):
+        return None, "Block Num/Mix Block Num (MIX task of unknown type)"
     names = MIX_BLOCK_COLUMNS if (side == "aiv" and kind == "MIX_AIC") or \
         (side == "aic" and kind == "MIX_AIV") else BLOCK_COLUMNS
     value = _first(row, names)
