@@ -13,7 +13,8 @@ Pure over texts / parsed JSON. Sources, each read as the tool writes it:
   over every core, with the count, the pipes and the op magics. pypto 0.2.0 records no source line in the
   simulator files (``tileOp`` names the op and its tiles only), so ``source_line`` is None.
 
-:func:`top` orders by cycles (ties by name) and keeps ``n``; every result names its file.
+:func:`top` orders by cycles (ties by name) and keeps ``n``; ``source`` names the file in errors (the
+caller records where the file is, relative to its root).
 """
 
 from __future__ import annotations
@@ -63,7 +64,7 @@ def top(items: list[dict[str, Any]], n: int = TOP_N) -> list[dict[str, Any]]:
 
 
 def instr_exe(text: str, source: str, n: int = TOP_N) -> dict[str, Any]:
-    """``{kind, file, rows, total_cycles, by_pipe, top}`` of one ``*_instr_exe.csv``."""
+    """``{kind, rows, total_cycles, by_pipe, top}`` of one ``*_instr_exe.csv``."""
     items = []
     for row in _rows(text, source, INSTR_COLUMNS):
         items.append({"name": row["instr"], "addr": row["addr"], "pipe": row["pipe"],
@@ -76,18 +77,18 @@ def instr_exe(text: str, source: str, n: int = TOP_N) -> dict[str, Any]:
         by_pipe[item["pipe"]] = by_pipe.get(item["pipe"], 0) + item["cycles"]
     shares = {p: {"cycles": c, "share": round(c / total, 6) if total else None}
               for p, c in sorted(by_pipe.items(), key=lambda kv: (-kv[1], kv[0]))}
-    return {"kind": "instr_exe", "file": source, "rows": len(items), "total_cycles": total, "by_pipe": shares,
+    return {"kind": "instr_exe", "rows": len(items), "total_cycles": total, "by_pipe": shares,
             "top": [{**i, "share": round(i["cycles"] / total, 6) if total else None} for i in top(items, n)]}
 
 
 def code_exe(text: str, source: str, n: int = TOP_N) -> dict[str, Any]:
-    """``{kind, file, rows, total_cycles, top, note}`` of one ``*_code_exe.csv`` (source lines)."""
+    """``{kind, rows, total_cycles, top, note}`` of one ``*_code_exe.csv`` (source lines)."""
     items = [{"name": row["code"], "calls": int(_number(row["call_count"], source, "call_count")),
               "cycles": int(_number(row["cycles"], source, "cycles")),
               "running_time_us": _number(row["running_time(us)"], source, "running_time(us)")}
              for row in _rows(text, source, CODE_COLUMNS)]
     note = None if items else "no source line recorded (the kernel was built without debug line information)"
-    return {"kind": "code_exe", "file": source, "rows": len(items), "total_cycles": sum(i["cycles"] for i in items),
+    return {"kind": "code_exe", "rows": len(items), "total_cycles": sum(i["cycles"] for i in items),
             "top": top(items, n), "note": note}
 
 
@@ -112,5 +113,5 @@ def tile_ops(pipe_swim: Any, source: str, n: int = TOP_N) -> dict[str, Any]:
     total = sum(i["cycles"] for i in ops.values())
     items = [{**i, "pipes": sorted(i["pipes"]), "magics": sorted(i["magics"]), "source_line": None,
               "share": round(i["cycles"] / total, 6) if total else None} for i in ops.values()]
-    return {"kind": "tile_ops", "file": source, "ops": len(items), "total_cycles": total, "top": top(items, n),
+    return {"kind": "tile_ops", "ops": len(items), "total_cycles": total, "top": top(items, n),
             "note": "pypto 0.2.0 records no source line in the simulator files (tileOp names the op and its tiles)"}

@@ -15,7 +15,9 @@ Pure. Rules (thresholds in :mod:`perftune.contract.protocol`):
 - :func:`spread`: per-block core time ``(max - min) / max`` (msprof-guide MS-4: < 10 % fine, 10-30 % worth a
   look, > 30 % severe = ``DIAGNOSIS_BLOCK_SPREAD``), from msOpProf's per-block ``PipeUtilization.csv``
   (``aiv_time(us)`` / ``aic_time(us)`` of each ``block_id``/``sub_block_id`` row) or from the simulator's
-  per-core work (``bubble_analysis.log`` ``Core Total Work Time`` of the cores that ran).
+  per-core work (:func:`sim_spread`: ``bubble_analysis.log`` ``Core Total Work Time`` of the ``AIC_<n>`` or
+  ``AIV_<n>`` cores that ran tasks, the kind with the more summed work; the scheduler cores ``HUB_<n>`` and
+  ``Fake Core_<n>`` are not compute cores).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from ..contract import protocol
 
 BLOCK_COLUMNS = ("Block Num", "Block Dim")
 MIX_BLOCK_COLUMNS = ("Mix Block Num", "Mix Block Dim")
+SIM_CORE_KINDS = {"aic": "AIC_", "aiv": "AIV_"}
 PER_BLOCK_TIME = {"aic": "aic_time(us)", "aiv": "aiv_time(us)"}
 
 
@@ -102,3 +105,13 @@ def msopprof_spread(pipe_utilization: Mapping[str, Mapping[str, Any]], side: str
     column = PER_BLOCK_TIME[side]
     values = (pipe_utilization.get(column) or {}).get("values") or []
     return spread(values, source, f"{column} per block")
+
+
+def sim_spread(bubbles: Mapping[str, Mapping[str, float]], source: str) -> dict[str, Any] | None:
+    """The per-core spread of simulated work (module docstring) from
+    :func:`pypto_sim_files.parse_bubble_log`'s cores; None when fewer than two compute cores ran."""
+    work = {side: [v["work_us"] for core, v in sorted(bubbles.items()) if core.startswith(prefix)]
+            for side, prefix in SIM_CORE_KINDS.items()}
+    side = max(sorted(work), key=lambda s: sum(work[s]))
+    found = spread(work[side], source, f"Core Total Work Time of the {len(work[side])} {side} cores that ran")
+    return {**found, "side": side} if found else None
