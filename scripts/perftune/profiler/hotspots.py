@@ -44,7 +44,8 @@ def _rows(text: str, source: str, required: Sequence[str]) -> list[dict[str, str
         raise ContractError(source, "-", f"malformed CSV: {exc}", "re-run msprof op simulator") from None
     missing = [c for c in required if c not in header]
     if missing:
-        raise ContractError(source, missing[0], "required column missing", "pass msOpProf's *_instr_exe.csv / *_code_exe.csv")
+        raise ContractError(source, missing[0], "required column missing",
+                            "pass msOpProf's *_instr_exe.csv / *_code_exe.csv")
     return [{k.strip(): (v or "").strip() for k, v in r.items() if k is not None} for r in rows]
 
 

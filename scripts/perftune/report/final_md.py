@@ -156,8 +156,8 @@ def _hotspots(terminal: dict[str, Any]) -> list[str]:
         if not profile:
             continue
         ops = profile["tile_ops"]
-        rows += [[c["case"], t["name"], str(t["cycles"]), fmt(t["share"], ".1%"), str(t["count"]), ", ".join(t["pipes"])]
-                 for t in ops["top"]]
+        rows += [[c["case"], t["name"], str(t["cycles"]), fmt(t["share"], ".1%"), str(t["count"]),
+                  ", ".join(t["pipes"])] for t in ops["top"]]
         spread = profile.get("core_spread")
         if spread:
             spreads.append(f"- {c['case']}: per-core work spread {spread['spread']:.1%} over {spread['blocks']} "
