@@ -91,6 +91,18 @@ def plan(manifest, seed: int) -> list[tuple[Any, list]]:
             for number, (dtype, case) in enumerate(firsts.items())]
 
 
+def correctness_step(op_dir: Path, manifest, case_id: str, op_name: str, seed: int):
+    """The correctness probe's step 5 (``probe_runner.correctness``'s ``after``) when :func:`plan` probes
+    ``case_id`` with ``seed``, else None; built before the test module is imported (like the factory)."""
+    shapes = next((s for case, s in plan(manifest, seed) if case.id == case_id), None)
+    if shapes is None:
+        return None
+    factory, sigmas = load_factory(op_dir, manifest, case_id), tail_width(manifest)[0]
+    return lambda module, first, target: {"seed": seed, **after_first(
+        module, first, op_dir, manifest, case_id, op_name, factory, [tuple(s) for s in shapes], seed, sigmas,
+        target=target)}
+
+
 def _call(target, args: list) -> tuple[Any, str | None]:
     try:
         with contextlib.redirect_stdout(io.StringIO()):

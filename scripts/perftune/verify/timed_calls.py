@@ -154,11 +154,10 @@ def _probe_digests(record: dict[str, Any] | None) -> dict[str, list]:
     return out
 
 
-def problems(man: manifest_mod.Manifest, rounds: list[evidence.RoundEvidence], record: dict[str, Any] | None,
-             delivered_sha: str) -> list[Problem]:
-    """Every check of the module docstring on ``rounds`` and the correctness ``record``."""
+def probe_problems(man: manifest_mod.Manifest, record: dict[str, Any] | None) -> list[Problem]:
+    """``P9.reference_call`` and ``P9.deferred_output`` from the correctness ``record``'s probes (also
+    judged when the record is made: ``verify/early.py``)."""
     out: list[Problem] = []
-    reference = _probe_digests(record)
     for case in (c for c in (record or {}).get("cases", []) if c.get("id") in man.case_ids):
         probe = case.get("probe") or {}
         if probe.get("op_called"):
@@ -168,6 +167,14 @@ def problems(man: manifest_mod.Manifest, rounds: list[evidence.RoundEvidence], r
         if probe.get("output_changed_after_return"):
             out.append(("P9.deferred_output", "cheating", f"case {case['id']}: the correctness run's output changed "
                         "after the op returned (work finished outside the call)", "complete at return", "changed"))
+    return out
+
+
+def problems(man: manifest_mod.Manifest, rounds: list[evidence.RoundEvidence], record: dict[str, Any] | None,
+             delivered_sha: str) -> list[Problem]:
+    """Every check of the module docstring on ``rounds`` and the correctness ``record``."""
+    out: list[Problem] = probe_problems(man, record)
+    reference = _probe_digests(record)
     for rnd in rounds:
         backend = (rnd.collection.get("environment") or {}).get("backend") or rnd.collection.get("backend")
         for case_id in (c for c in man.case_ids if c in rnd.cases):
