@@ -7,7 +7,7 @@ through ``demo.py --op-dir`` (SKILL.md's own commands), where the verifier once 
 - PyPTO's matmul example (cube, pypto-sim): the op function ``matmul_kernel`` calls ``pypto.matmul``.
 
 Before issue 35 both FAILed with ``P9.reference_call`` (the op name without ``_kernel`` matched the
-library call); the operator folders are written by ``honest_ops.py``.
+library call); the operator folders are written by ``honest_ops.py`` and ``honest_matmul.py``.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import importlib.util
 import json
 from pathlib import Path
 
+import honest_matmul
 import honest_ops
 from conftest import assert_one_line_error, run_script
 
@@ -50,7 +51,7 @@ def test_a_numpy_cumsum_calling_np_cumsum_with_float32_accumulation_passes(tmp_p
 
 
 def test_pypto_matmul_example_named_matmul_kernel_calling_pypto_matmul_passes_on_pypto_sim(tmp_path):
-    op = honest_ops.write_matmul(tmp_path)
+    op = honest_matmul.write_matmul(tmp_path)
     if not HAVE_PYPTO:   # without the extra the demo stops at the freeze with the install line
         proc = run_script("demo.py", "--op-dir", op, "--workdir", tmp_path / "work")
         assert_one_line_error(proc, 3, "pypto is not installed")
