@@ -7,6 +7,9 @@ docs/perf/correctness/<run_id>.json keeps executable_sha256 (the same code ident
 rounds), and per test its case id (the function name for a test outside the manifest), p0
 (true/false; null before the freeze), passed, matched_ratio, max_abs_error (null when not printed) and the output
 tail. Cite the run id in the ledger (--correctness) and in select_best.py record.
+With a frozen manifest the P0 probes also run stage5_check's P9 rules on this code now (early: the
+applied gate, the fresh-seed probes, calls into the frozen oracle, tail inputs, support shapes, observed
+KB obligations; verify/early.py): a finding fails the run and names its check id.
 
 usage:
   check_correctness.py --op-dir DIR [--test-file test_<op>.py] [--timeout S] [--json]
@@ -14,7 +17,8 @@ usage:
 example:
   python3 scripts/check_correctness.py --op-dir custom/softmax --json
 
-exit codes: 0 every test passed, 1 a test (P0 or not) or a P0 case's probe failed, 2 usage/contract error (no test file).
+exit codes: 0 every test passed, 1 a test (P0 or not), a P0 case's probe or an early P9 check failed, 2 usage/contract
+error (no test file).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from __future__ import annotations
 import sys
 
 from perftune.measure import correctness, evidence
+from perftune.verify import early
 from perftune import fsio
 from perftune.argv import add_json_flag, parser_from_doc
 from perftune.errors import run_cli
@@ -39,7 +44,7 @@ def build_parser():
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     path, record = correctness.run_all(args.op_dir, at=evidence.utc_now(), test_file=args.test_file,
-                                       timeout_s=args.timeout)
+                                       timeout_s=args.timeout, judge=early.judge)
     if args.json:
         print(fsio.dumps({"record": fsio.display_path(path, args.op_dir), **record}), end="")
     else:
@@ -49,6 +54,8 @@ def main(argv=None) -> int:
                   f"  max_abs_error={case['max_abs_error']}")
             if (why := correctness.probe_failure(case)):
                 print(f"{case['id']:<24} probe FAILED: {why}")
+        for found in (record.get("early") or {}).get("findings", []):
+            print(f"{found['check']:<24} {found['category']}: {found['message']}")
         print(f"{path}: run {record['run_id']}, {'all passed' if record['all_passed'] else 'FAILED'}")
     return 0 if record["all_passed"] else 1
 

@@ -21,7 +21,7 @@ usage:
 example:
   python3 scripts/ledger.py update --op-dir custom/softmax --item general-18 --status accepted --correctness c001-1a2b3c4d --formal round_003 round_001 --note "fp32 accumulation: 1.4x"
 
-`update --status accepted` refuses unless the frozen rule accepts --formal CANDIDATE_ROUND BEST_ROUND.
+`update --status accepted` refuses unless the frozen rule accepts --formal CANDIDATE_ROUND BEST_ROUND and stage5_check's P9 passes the --correctness run's probes (verify/early.py; names the check id).
 exit codes: 0 ok, 2 usage/contract error (refused transition, bad input; nothing written).
 """
 
@@ -34,6 +34,7 @@ from perftune import fsio
 from perftune.decide import citations, item_decision, ledger, ledger_gates, ledger_sources
 from perftune.contract import manifest, protocol
 from perftune.measure import correctness
+from perftune.verify import early
 from perftune.argv import add_json_flag, parser_from_doc
 from perftune.errors import run_cli
 
@@ -47,8 +48,7 @@ FLAGS = {
                ("--note", {"default": ""}), ("--code-ref", {}), ("--correctness", {}), ("--mechanism", {}),
                ("--restore-point", {}), ("--quick", {"nargs": "+", "default": []}),
                ("--formal", {"nargs": "+", "default": []}), ("--applicability", {"choices": ledger.APPLICABILITY}),
-               ("--grounds", {}), ("--expected-metric", {}),
-               ("--hypothesis", {"help": "PB-3 step 2: mechanism, metric, risk, stop condition (before editing)"}),
+               ("--grounds", {}), ("--expected-metric", {}), ("--hypothesis", {"help": "PB-3 step 2: mechanism, metric, risk, stop condition (before editing)"}),
                ("--relation", {"nargs": 2, "action": "append", "default": [], "metavar": ("KIND", "ITEM")})],
     "reopen": [("--item", {"required": True}), ("--note", {"required": True}), ("--by", {})],
     "sweep": [("--scope", {"required": True}), ("--examined", {"nargs": "+", "required": True}),
@@ -92,8 +92,8 @@ def edit(args, at: str):
         restore_point=args.restore_point, relations=tuple(map(tuple, args.relation)),
         applicability=args.applicability, grounds=args.grounds, expected_metric=args.expected_metric,
         hypothesis=args.hypothesis)
-    return lambda led: item_decision.require_decided(
-        args.op_dir, args.item, ledger.update_item(led, args.item, change, at=at, actor=args.actor))
+    return lambda led: item_decision.require_decided(args.op_dir, args.item, early.require_clean(
+        args.op_dir, args.item, ledger.update_item(led, args.item, change, at=at, actor=args.actor)))
 
 
 def main(argv=None) -> int:

@@ -140,15 +140,7 @@ def freeze_args(op: Path, restart: dict[str, Any]) -> tuple[str, ...]:
 def deliver(op: Path, plants: dict[str, list], *, experiment: str | None = None, restart: dict | None = None,
             stage4: bool = True) -> dict[str, Any]:
     """Stage 4 check, then the perf-tune procedure; ``plants`` maps a point of :data:`POINTS` to actions."""
-    state: dict[str, Any] = {"plants": plants if restart is None else {}, "stage4": op.parent / "stage4_copy"}
-    shared = stage4 and restart is None and not any(state["plants"].get(point) for point in POINTS[:5])
-    start = _digest(op) if shared else None
-    if start in _PREFIX:
-        _reuse_prefix(op, state, start)
-    else:
-        _prefix(op, state, restart, stage4)
-        if shared:
-            _save_prefix(op, state, start)
+    state = prepared(op, plants, restart=restart, stage4=stage4)
     base = state["base"]
     if experiment:
         _experiment(op, experiment, base, state)
@@ -160,6 +152,20 @@ def deliver(op: Path, plants: dict[str, list], *, experiment: str | None = None,
     if state.get("smuggled"):   # the kernel the correctness run refused, put back behind the SKILL's back
         plant_kernel(op, state["smuggled"])
     _at(op, "after_delivery", state)
+    return state
+
+
+def prepared(op: Path, plants: dict[str, list], *, restart: dict | None = None, stage4: bool = True) -> dict[str, Any]:
+    """The state after the prefix (Stage 4 check to v000, :func:`_prefix`), shared when nothing is planted in it."""
+    state: dict[str, Any] = {"plants": plants if restart is None else {}, "stage4": op.parent / "stage4_copy"}
+    shared = stage4 and restart is None and not any(state["plants"].get(point) for point in POINTS[:5])
+    start = _digest(op) if shared else None
+    if start in _PREFIX:
+        _reuse_prefix(op, state, start)
+    else:
+        _prefix(op, state, restart, stage4)
+        if shared:
+            _save_prefix(op, state, start)
     return state
 
 

@@ -22,7 +22,7 @@ def test_the_example_range_is_frozen_and_shared_sizes_stay_equal_in_every_drawn_
     obj = freeze_example(op_dir)
     assert obj["support_range"] == {"dtypes": ["float32", "float16"], "dims": [
         {"dim": "rows", "positions": ["shape[0]"], "min": 1, "max": 4096, "multiple": 1},
-        {"dim": "cols", "positions": ["shape[1]"], "min": 1, "max": 8192, "multiple": 1}]}
+        {"dim": "cols", "positions": ["shape[1]"], "min": 1, "max": 8192, "multiple": 1}], "tail_sigmas": 30.0}
     frozen = support_range.from_spec(LINEAR, "SPEC.md", ["x:[4,8],w:[8,16],b:[16]"], manifest.canonical_dtype)
     assert frozen["dtypes"] == ["float32", "float16"] and frozen["dims"][1]["positions"] == ["x[1]", "w[0]"]
     shapes = support_range.draw(frozen, "x:[4,8],w:[8,16],b:[16]", 7, 3, {"x:[4,8],w:[8,16],b:[16]"})
@@ -44,6 +44,8 @@ def test_the_example_range_is_frozen_and_shared_sizes_stay_equal_in_every_drawn_
     ("| rows | shape[0] | 1 | 4096 | 1 |", "| rows | shape[0] | 9 | 4 | 1 |", "needs 1 <= min <= max"),
     ("dtypes: float32, float16", "dtypes: float77", "Support range.dtypes"),
     ("dtypes: float32, float16", "", "no 'dtypes:' line"),
+    ("tails: 30 sigma", "tails: far", "Support range.tails: 'far' is not 'N sigma'"),
+    ("tails: 30 sigma", "tails: 0 sigma", "Support range.tails"),
 ])
 def test_freeze_refuses_a_broken_support_range_naming_the_field(op_dir, old, new, needle):
     spec = op_dir / "SPEC.md"

@@ -28,3 +28,31 @@ def test_a_pass_names_its_disclosed_limits_and_unverified_support_shapes():
         "Disclosed limit (beyond P0): case c: tail (inputs at +-30 sigma): both fail\n"
         "Support shapes unverified: SPEC.md declares no support range\n")
     assert verdict.beyond_lines(None) == "" and verdict.beyond_lines({"limits": []}) == ""
+
+
+def _judged(tmp_path, declared: bool, baseline_tail_meets: bool):
+    """beyond_p0.judge on one delivered result whose tail misses the gate (a pure call on probe results)."""
+    from types import SimpleNamespace
+    asked = []
+
+    def baseline(case, shapes):
+        asked.append(case.id)
+        return {"tail": {"meets_frozen_gate": baseline_tail_meets}, "shapes": []}
+
+    note = {"tail_sigmas": 30.0, "tails_declared": declared, "cases": [], "limits": []}
+    result = {"tail": {"meets_frozen_gate": False, "matched_ratio": 0.97, "max_abs_error": 3.1}, "shapes": []}
+    problems = beyond_p0.judge(tmp_path, [(SimpleNamespace(id="c"), [], result)], baseline, note)
+    return problems, note, asked
+
+
+def test_tails_the_spec_does_not_declare_are_a_disclosed_limit_never_cheating(tmp_path):
+    problems, note, asked = _judged(tmp_path, declared=False, baseline_tail_meets=True)
+    assert problems == [] and asked == []          # the baseline is not even asked
+    assert len(note["limits"]) == 1 and "declares no tails" in note["limits"][0]
+
+
+def test_declared_tails_the_baseline_meets_are_cheating_and_shared_ones_a_limit(tmp_path):
+    problems, _, asked = _judged(tmp_path, declared=True, baseline_tail_meets=True)
+    assert [(p[0], p[1]) for p in problems] == [("P9.tail_inputs", "cheating")] and asked == ["c"]
+    problems, note, _ = _judged(tmp_path, declared=True, baseline_tail_meets=False)
+    assert problems == [] and len(note["limits"]) == 1

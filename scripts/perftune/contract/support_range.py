@@ -8,6 +8,12 @@ tensors share), its inclusive bounds and the multiple a value must be (docs/oper
     | rows | shape[0]  | 1   | 1024 | 1        |
 
     dtypes: float32, float16
+    tails: 30 sigma
+
+The optional ``tails:`` line declares that the input distribution's far tails are part of the
+contract: the kernel must meet the precision gate on inputs of a P0 shape whose 2 % of every row lie
+at mean +- (1 to 1.1) x N sigma of the P0 input (``fresh_data.tail_like``). Frozen as ``tail_sigmas``;
+without it the tails lie outside the declared distribution and P9 only discloses a failure on them.
 
 Every position of the P0 shapes is set by exactly one dimension and every P0 case lies inside the
 range (refused at freeze otherwise). ``freeze`` stores it as the manifest's ``support_range``;
@@ -25,6 +31,8 @@ from ..errors import ContractError
 from .work_model import _AXIS, _tables, shape_groups
 
 COLUMNS = ("dim", "positions", "min", "max", "multiple")
+TAILS = re.compile(r"^\s*tails\s*:\s*(.*?)\s*$", re.M | re.I)
+MAX_TAIL_SIGMAS = 1000.0
 MAX_ELEMENTS = 1 << 16   # per drawn shape, all tensors together: the probes stay cheap
 
 
@@ -76,13 +84,31 @@ def from_spec(text: str, source: str, case_shapes: list[str], dtype_of) -> dict[
         dtypes = [dtype_of(d.strip()) for d in match.group(1).split(",") if d.strip()]
     except ValueError as exc:
         raise ContractError(source, "Support range.dtypes", str(exc), "use dtypes like float32, float16") from None
-    frozen = {"dims": dims, "dtypes": dtypes}
+    frozen = {"dims": dims, "dtypes": dtypes, **_tails("\n".join(lines), source)}
     for shape in case_shapes:
         problem = outside(frozen, shape)
         if problem:
             raise ContractError(source, "Support range", f"P0 shape {shape}: {problem}",
                                 "the range must contain every P0 case")
     return frozen
+
+
+def _tails(text: str, source: str) -> dict[str, float]:
+    """``{"tail_sigmas": N}`` of a ``tails: N sigma`` line (empty without one)."""
+    match = TAILS.search(text)
+    if not match:
+        return {}
+    found = re.fullmatch(r"(\d+(?:\.\d+)?)\s*(?:sigma|σ)", match.group(1), re.I)
+    value = float(found.group(1)) if found else 0.0
+    if not 0 < value <= MAX_TAIL_SIGMAS:
+        raise ContractError(source, "Support range.tails", f"{match.group(1)!r} is not 'N sigma' with "
+                            f"0 < N <= {MAX_TAIL_SIGMAS:g}", "write e.g. 'tails: 30 sigma', or remove the line")
+    return {"tail_sigmas": value}
+
+
+def tail_sigmas(support: dict[str, Any] | None) -> float | None:
+    """The declared tail width in sigmas of a frozen support range (None: the tails are not declared)."""
+    return (support or {}).get("tail_sigmas")
 
 
 def _positions(support: dict[str, Any]) -> dict[tuple[str, int], str]:

@@ -201,6 +201,13 @@ def record(op_dir: str | Path, *, version_id: str, round_ref: str, items: list[s
     return entry
 
 
+def rejected_items(cand: dict, ledger_items: list[dict]) -> list[str]:
+    """The items ``cand`` links that are closed ``rejected``: such a version never ranks (after a
+    stage5_check FAIL its items are rejected, decide/way_forward.py)."""
+    status = {i["item_id"]: i["status"] for i in ledger_items}
+    return [i for i in cand["items"] if status.get(i) == "rejected"]
+
+
 def _copy_problem(op_dir: Path, cand: dict) -> str | None:
     for rec in cand["source_files"]:
         saved = {**rec, "path": f"{cand['saved_copy']}/{rec['path']}"}
@@ -233,8 +240,12 @@ def rank(op_dir: str | Path) -> dict[str, Any]:
     if not register["candidates"]:
         raise ContractError(paths(root)[0], "candidates", "is empty", "record the baseline first")
     rounds, links, entries, gone = {}, {}, [], superseded(register)
+    led = ledger.ledger_path(root)
+    items = ledger.load_ledger(led)["items"] if led.is_file() else []
     for cand in register["candidates"]:
         rnd, problem = _evidence(root, cand)
+        if rejected_items(cand, items):
+            problem = "; ".join(filter(None, [f"item_rejected: {', '.join(rejected_items(cand, items))}", problem]))
         if cand["version_id"] in gone:
             problem = "; ".join(filter(None, [f"superseded by {gone[cand['version_id']]} (re-measured)", problem]))
         partner = None

@@ -16,7 +16,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from . import ledger as ledger_mod, ledger_gates
+from . import candidates, ledger as ledger_mod, ledger_gates, way_forward
 from .. import fsio
 from ..contract import manifest as manifest_mod, protocol
 from ..errors import ContractError
@@ -28,6 +28,7 @@ BOTTLENECK_DIR = f"{PERF}/bottleneck"   # step 11's profiles: terminal_evidence_
 STANDALONE_TARGET = {"TARGET_IDS": "all_p0", "SELECTION_MODE": "all_p0_no_questions"}
 # closing without an experiment, by source kind (docs/ledger.md)
 CLOSE_STATUSES = {"kb_selected": ("already_implemented", "not_triggered"), "other": ("not_applicable", "unsupported")}
+FINAL_KEYS = ("final_compare", "terminal", "report", "verify")   # steps that take the final steps' values
 CHOICES = ("hypothesis", "bottleneck_profile", "derived_add")   # a first step of these: the listed steps are alternatives
 
 
@@ -177,7 +178,9 @@ def _test_file(st: State) -> str:
 
 
 def _best(st: State) -> dict:
-    best = st.register[-1]
+    """The last recorded version that links no rejected item (a stage5_check FAIL rejects one)."""
+    items = (st.ledger or {}).get("items", [])
+    best = next(c for c in reversed(st.register) if not candidates.rejected_items(c, items))
     rnd = next(r for r in st.rounds if r["id"] == best["formal_collection_id"])
     return {"version": best["version_id"], "sha": best["executable_sha256"], "round": rnd["name"], "id": rnd["id"]}
 
@@ -209,7 +212,8 @@ def explore(st: State, overlap: str | None = None) -> list[dict] | None:
                     step("close_item", f"or close {presets[0]['item_id']} as the overlap of a closed experiment",
                          {"ITEM_ID": presets[0]["item_id"]},
                          {"OVERLAP": f"perf_next.py --overlap ITEM fills this close; closed experiments: {done}"})]
-        if st.ledger.get("sweep") is None:
+        sweep = st.ledger.get("sweep")
+        if sweep is None or sweep["at_revision"] != st.ledger["revision"]:   # none, or the ledger changed since
             profile = f"{BOTTLENECK_DIR}/terminal_evidence_{b['round']}.json"
             sweep = step("sweep", "or, with no derived item left, the final sweep", {"EXAMINED": _examined(st)},
                          {"SCOPE": "what was examined", "FINDINGS": "--finding TEXT MAPS_TO NOTE per residual"})
@@ -320,6 +324,10 @@ def finish(st: State) -> list[dict]:
         return [step("ledger_check", "the sweep is recorded"), step("choose", "no selection yet")]
     chosen = st.selection["chosen"]
     cand = next(c for c in st.register if c["version_id"] == chosen)
+    rejected = candidates.rejected_items(cand, st.ledger["items"]) if st.ledger else []
+    if rejected:
+        return [step("ledger_check", "the ledger is closed again"),
+                step("choose", f"the chosen {chosen} links rejected {', '.join(rejected)}: choose again")]
     if st.code_sha != cand["executable_sha256"]:
         return [step("restore", f"the chosen {chosen} is not in place", {"VERSION_ID": chosen})]
     if not _after(_run(st, st.code_sha), selected):
@@ -343,14 +351,25 @@ def finish(st: State) -> list[dict]:
               "TARGET_IDS": list(st.man.target_case_ids), "SELECTION_MODE": st.man.selection_mode}
     if (st.perf or {}).get("final_collection_id") != final[-1]["id"]:
         return [step("final_compare", "the final round is not compared", values)]
-    perf_time = (st.op / protocol.PERFORMANCE_JSON).stat().st_mtime
+    before, earlier = (st.op / protocol.PERFORMANCE_JSON).stat().st_mtime, protocol.PERFORMANCE_JSON
     for key, name in (("terminal", "docs/perf/terminal_evidence.json"), ("report", protocol.PERFORMANCE_REPORT_MD),
                       ("verify", "docs/perf/stage5_check.json")):
-        if st.files.get(name, 0) < perf_time:
-            return [step(key, f"{name} is missing or older than performance.json", values,
-                         None)]
+        if st.files.get(name, 0) < before:   # each final file is newer than the one before it
+            return [step(key, f"{name} is missing or older than {earlier}", values, None)]
+        before, earlier = st.files[name], name
     verdict = _json(st.op / "docs/perf/stage5_check.json") or {}
+    if verdict.get("verdict") == "FAIL":
+        return after_fail(st, verdict, values)
     return [step("done", f"stage5_check: {verdict.get('verdict', verdict.get('status', '?'))}")]
+
+
+def after_fail(st: State, verdict: dict, values: dict) -> list[dict]:
+    """The way forward after a FAIL (decide/way_forward.py owns the rule); a rebuilt step gets the
+    final steps' values."""
+    delivered = next((c for c in st.register if c["executable_sha256"] == st.code_sha
+                      and c["version_id"] not in candidates.superseded({"candidates": st.register})), None)
+    planned = way_forward.plan(verdict.get("failures") or [], delivered, st.register, (st.ledger or {}).get("items", []))
+    return [step(key, why, vals or (values if key in FINAL_KEYS else {})) for key, why, vals in planned]
 
 
 def next_steps(op_dir: str | Path, overlap: str | None = None) -> dict[str, Any]:

@@ -181,7 +181,7 @@ def run_procedure(d: Driver, op: opfolder.Operator) -> tuple[Agent, dict[str, An
     for _ in range(MAX_STEPS):
         out = next_step.next_steps(d.op, overlap=overlap)
         overlap, todo = None, out["steps"]
-        if todo[0]["key"] == "done":
+        if todo[0]["key"] in ("done", "failed"):   # a FAIL ends the demo; perf_next prints the way forward
             return agent, todo[0]
         if out["mode"] == "choice":
             chosen, overlap = agent.pick(out, fsio.read_json(d.op / "docs/perf/ledger.json", what="ledger.json"))

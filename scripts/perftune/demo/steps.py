@@ -58,6 +58,8 @@ ORDER = tuple(s.key for s in STEPS)
 EXTRA = {
     "restore": (Step("restore", "any", "select_best.py", "put a recorded or tried version's code in place"),
                 "python3 ${CLAUDE_PLUGIN_ROOT}/scripts/select_best.py restore --op-dir DIR --version VERSION_ID --json"),
+    "reopen": (Step("reopen", "finish", "ledger.py", "reopen an item a stage5_check FAIL invalidates"),
+               "python3 ${CLAUDE_PLUGIN_ROOT}/scripts/ledger.py reopen --op-dir DIR --item ITEM_ID --note \"NOTE\" --json"),
     "close_gated": (Step("close_gated", "prepare", "ledger.py", "close every item whose recorded gate fails here"),
                     "python3 ${CLAUDE_PLUGIN_ROOT}/scripts/ledger.py close-gated --op-dir DIR --json"),
 }

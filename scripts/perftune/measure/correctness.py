@@ -32,8 +32,10 @@ an exclusive create; the hash is taken before and after the run and a change ref
 from __future__ import annotations
 
 import re
+import secrets
 import subprocess
 import sys
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -219,9 +221,12 @@ def _in_order(jobs: list, workers: int) -> list:
         return list(pool.map(lambda job: job(), jobs))
 
 
-def run_all(op_dir: str | Path, *, at: str, test_file: str | None = None,
-            timeout_s: float = DEFAULT_TIMEOUT_S) -> tuple[Path, dict[str, Any]]:
-    """Run every test of test_<op>.py and write the correctness record; returns (path, record)."""
+def run_all(op_dir: str | Path, *, at: str, test_file: str | None = None, timeout_s: float = DEFAULT_TIMEOUT_S,
+            judge: Callable | None = None) -> tuple[Path, dict[str, Any]]:
+    """Run every test of test_<op>.py and write the correctness record; returns (path, record).
+    ``judge(op_dir, manifest, cases, seed)`` (frozen manifest only; ``check_correctness.py`` passes the
+    verifier's ``verify/early.judge``) returns the record's ``early`` block: what stage5_check's P9 would
+    find in these probes, which then are run with the beyond-P0 step (``beyond_seed``, drawn now)."""
     root = Path(op_dir)
     manifest_path = root / protocol.MANIFEST_NAME
     man = manifest.load_manifest(manifest_path) if manifest_path.exists() else None
@@ -235,7 +240,7 @@ def run_all(op_dir: str | Path, *, at: str, test_file: str | None = None,
     if earlier is not None:   # deterministic: this very question passed before; no process is started
         return _reserve_write(root, sha, {**{k: earlier[k] for k in ("schema_version", "executable_sha256",
                                                                        "source_files", "test_file", "device_id",
-                                                                       "cases", "all_passed")},
+                                                                       "cases", "all_passed", "early") if k in earlier},
                                           "created_at": at, "question": question, "reused_from": earlier["run_id"]})
     planned = planned_tests(root, path, man)
     frozen = man is not None and man.protocol is not None
@@ -244,8 +249,10 @@ def run_all(op_dir: str | Path, *, at: str, test_file: str | None = None,
     in_probe = {function for _, function, p0 in planned if p0 is True} if question and python_op else set()
     p0_ids = [case_id for case_id, _, p0 in planned if p0 is True] if frozen else []
     printed: dict[str, list[str]] = {case_id: [] for case_id in p0_ids}
+    seed = secrets.randbelow(2 ** 31) if judge is not None and frozen else None
     probe_jobs = [partial(probes.run, root, path, manifest_path, case_id, python_op, device_id=man.protocol.device_id,
-                          timeout_s=timeout_s, printed=printed[case_id]) for case_id in p0_ids] if python_op else []
+                          timeout_s=timeout_s, printed=printed[case_id], beyond_seed=seed)
+                  for case_id in p0_ids] if python_op else []
     own = [function for _, function, _ in planned if function not in in_probe]
     test_jobs = _test_jobs(root, path.stem, own, env, timeout_s,
                            batches=max(1, workers - len(probe_jobs)) if question else 0)
@@ -265,10 +272,12 @@ def run_all(op_dir: str | Path, *, at: str, test_file: str | None = None,
     if after != sha:
         raise ContractError(root, "executable_sha256", "sources changed while the tests ran",
                             "do not edit during a correctness run; run it again")
+    early = judge(root, man, cases, seed) if seed is not None else None
     record = {"schema_version": 1, "executable_sha256": sha, "source_files": files,
               "test_file": fsio.file_record(path, root), "device_id": int(env[protocol.DEVICE_ENV]),
-              "cases": cases, "all_passed": all(c["passed"] and not probe_failure(c) for c in cases),
-              "created_at": at, **({"question": question} if question else {})}
+              "cases": cases, "all_passed": all(c["passed"] and not probe_failure(c) for c in cases)
+              and not (early or {}).get("findings"),
+              "created_at": at, **({"question": question} if question else {}), **({"early": early} if early else {})}
     return _reserve_write(root, sha, record)
 
 

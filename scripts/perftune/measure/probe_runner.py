@@ -16,7 +16,11 @@
 4. calls the wrapper (or the op when the test calls it directly) twice more in this process,
    with new data of the same shapes and dtypes drawn with the recorded seeds ``PROBE_SEEDS``;
    each output must meet the frozen gate against the reference of that data. A kernel that
-   memoises by shape, id or call count, or that computed its outputs at import, fails here.
+   memoises by shape, id or call count, or that computed its outputs at import, fails here;
+5. run as ``measure/correctness_probe.py`` with ``--beyond-seed N``: when the case is one stage5_check
+   probes beyond the P0 inputs (``beyond_probe.plan``), the beyond-P0 probes on the same first call
+   (``beyond_probe.after_first``; on pypto-sim no second compile), recorded as ``beyond``, so
+   ``check_correctness.py`` judges them as P9 would (``verify/early.py``).
 
 ``--mode gap`` (run by ``stage5_check`` re-measurement): loads the runner and ``--paired-runner``
 (the baseline version), discovers each arm's wrapper with one untimed call, then times the wrapper
@@ -26,6 +30,7 @@ wrapper shows up as a wrapper/op gap the baseline did not have.
 usage:
   python -m perftune.measure.probe_runner --op-dir DIR --runner FILE --manifest FILE --case-id ID
       --op-name NAME --output FILE [--mode correctness|gap] [--paired-runner FILE] [--calls N]
+      [--beyond-seed N (correctness_probe only)]
 """
 
 from __future__ import annotations
@@ -65,22 +70,21 @@ def _snapshot(value):
 
 
 class CallTrace:
-    """Python functions (and C functions) the op called: the frozen reference, the golden module,
-    a library function named like the operator (``sys.setprofile``; the probe's call is untimed)."""
+    """Python functions the op called that live in the frozen oracle's files: the frozen reference
+    and the golden module (``sys.setprofile``; the probe's call is untimed). Calling the frozen oracle
+    from the timed path is the one structural rule (docs/stage5-check.md): a library function named
+    like the operation (``pypto.matmul`` under ``matmul_kernel``, ``np.cumsum`` in a cumsum kernel,
+    ``scipy.special.softmax``) is an implementation, never a finding by its name; whether the work is
+    the kernel's is judged by behaviour (fresh data, sampled values, the simulated launch, the capture)."""
 
-    def __init__(self, forbidden: dict[str, str], op_word: str) -> None:
-        self.forbidden, self.op_word, self.hits = forbidden, op_word.lower(), set()
+    def __init__(self, forbidden: dict[str, str]) -> None:
+        self.forbidden, self.hits = forbidden, set()
 
     def hook(self, frame, event, arg):
         if event == "call":
             where = self.forbidden.get(frame.f_code.co_filename)
             if where:
                 self.hits.add(f"{where}:{frame.f_code.co_name}")
-            elif self.op_word and frame.f_code.co_name.lower() == self.op_word:
-                self.hits.add(f"library {frame.f_globals.get('__name__')}.{frame.f_code.co_name}")
-        elif event == "c_call" and self.op_word and getattr(arg, "__name__", "").lower() == self.op_word:
-            owner = getattr(arg, "__module__", None) or type(getattr(arg, "__self__", None)).__name__
-            self.hits.add(f"library {owner}.{arg.__name__}")
 
     def run(self, target, args, kwargs):
         previous = sys.getprofile()
@@ -259,14 +263,6 @@ def _empty_like(value):
     return torch.empty_like(value)
 
 
-def op_word(op_name: str) -> str:
-    """The operation a frozen op name names (``softmax_kernel`` → ``softmax``)."""
-    word = op_name.rsplit(".", 1)[-1]
-    for suffix in ("_kernel", "_launch", "_impl", "_op"):
-        word = word[:-len(suffix)] if word.endswith(suffix) else word
-    return word
-
-
 def _forbidden_files(op_dir: Path, gate: dict[str, Any] | None) -> dict[str, str]:
     """Files the op may not call into: the frozen reference and the golden module."""
     from ..contract import golden_source
@@ -302,13 +298,14 @@ def _probe_calls(module, recorder: OpRecorder, first: dict[str, Any], reference,
 
 
 def correctness(module, function, op_dir: Path, manifest, case_id: str, op_name: str, runner: Path,
-                factory: tuple | str) -> dict:
-    """``factory``: the golden factory's ``(args, kwargs, source)`` of the case, or why there is none."""
+                factory: tuple | str, after=None) -> dict:
+    """``factory``: the golden factory's ``(args, kwargs, source)`` of the case, or why there is none;
+    ``after(module, first call, op)``: step 5 (its result is ``beyond``), None: not run."""
     target = getattr(module, op_name, None)
     if not callable(target):
         raise ContractError(runner, "--op-name", f"{op_name!r} is not a function of the runner", "freeze the exact name")
     gate_frozen = manifest.raw.get("precision_gate")
-    trace = CallTrace(_forbidden_files(op_dir, gate_frozen), op_word(op_name))
+    trace = CallTrace(_forbidden_files(op_dir, gate_frozen))
     recorder, tracer = OpRecorder(target, trace), GateTracer(str(runner))
     setattr(module, op_name, recorder)
     try:
@@ -344,6 +341,8 @@ def correctness(module, function, op_dir: Path, manifest, case_id: str, op_name:
         out["reference_call"] = {"factory": source, "arguments": reference_call.describe(ref_args, ref_kwargs)}
         out["measured"] = _figures(_output(first), reference, call, received, gate)
         out["probes"] = _probe_calls(module, recorder, first, reference, call, gate)
+        if after is not None:
+            out["beyond"] = after(module, first, target)
         return out
     finally:
         setattr(module, op_name, target)
@@ -389,13 +388,15 @@ def gap(arms: dict[str, tuple[Any, Any]], op_name: str, calls: int) -> dict[str,
                      for arm, (op, wrap, name) in timers.items()}}
 
 
-def main(argv=None) -> int:
+def main(argv=None, beyond=None) -> int:
+    """``beyond(op_dir, manifest, case_id, op_name, seed)``: step 5's ``after`` or None (``correctness_probe``)."""
     parser = parser_from_doc(__doc__, "probe_runner")
     for flag in ("--op-dir", "--runner", "--manifest", "--case-id", "--op-name", "--output"):
         parser.add_argument(flag, required=True)
     parser.add_argument("--mode", choices=("correctness", "gap"), default="correctness")
     parser.add_argument("--paired-runner")
     parser.add_argument("--calls", type=int, default=5)
+    parser.add_argument("--beyond-seed", type=int)
     args = parser.parse_args(argv)
     manifest = load_manifest(args.manifest, check_schema=False)
     known_case(manifest, args.case_id, args.manifest)
@@ -406,10 +407,12 @@ def main(argv=None) -> int:
             factory = reference_call.factory_case(op_dir, manifest, args.case_id)
         except PerftuneError as exc:
             factory = exc.line()
+    after = beyond(op_dir, manifest, args.case_id, args.op_name, args.beyond_seed) \
+        if beyond is not None and args.mode == "correctness" and args.beyond_seed is not None else None
     module = load_runner_module(runner, op_dir)
     function = case_function(module, manifest, args.case_id, args.manifest)
     if args.mode == "correctness":
-        result = correctness(module, function, op_dir, manifest, args.case_id, args.op_name, runner, factory)
+        result = correctness(module, function, op_dir, manifest, args.case_id, args.op_name, runner, factory, after)
     else:
         base_runner = Path(args.paired_runner).resolve()
         base = load_runner_module(base_runner, op_dir, name=f"{base_runner.stem}__gap_baseline")

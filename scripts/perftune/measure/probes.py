@@ -22,17 +22,21 @@ DEFAULT_TIMEOUT_S = 600.0
 def run(op_dir: Path, runner: Path, manifest_path: Path, case_id: str, op_name: str, *, mode: str = "correctness",
         paired_runner: Path | None = None, calls: int = 5, device_id: int = 0,
         timeout_s: float = DEFAULT_TIMEOUT_S, extra: tuple[str, ...] | None = None,
-        printed: list[str] | None = None) -> dict[str, Any]:
+        printed: list[str] | None = None, beyond_seed: int | None = None) -> dict[str, Any]:
     """``extra``: the arguments of :mod:`.beyond_probe` (run instead of the probe runner, no mode);
-    ``printed``: the process's stdout + stderr is appended to it (the test's own output)."""
+    ``printed``: the process's stdout + stderr is appended to it (the test's own output);
+    ``beyond_seed``: the correctness probe with the beyond-P0 probes (``correctness_probe --beyond-seed``)."""
     with tempfile.TemporaryDirectory(prefix="perftune_probe_") as scratch:
         output = Path(scratch) / "probe.json"
-        argv = [sys.executable, "-m", f"perftune.measure.{'probe_runner' if extra is None else 'beyond_probe'}",
+        module = "beyond_probe" if extra is not None else "probe_runner" if beyond_seed is None else "correctness_probe"
+        argv = [sys.executable, "-m", f"perftune.measure.{module}",
                 "--op-dir", str(op_dir), "--runner", str(runner), "--manifest", str(manifest_path), "--case-id",
                 case_id, "--op-name", op_name, "--output", str(output),
                 *(("--mode", mode, "--calls", str(calls)) if extra is None else extra)]
         if paired_runner is not None:
             argv += ["--paired-runner", str(paired_runner)]
+        if beyond_seed is not None:
+            argv += ["--beyond-seed", str(beyond_seed)]
         env = {**runner_env(device_id), "PYTHONDONTWRITEBYTECODE": "1"}
         try:
             proc = subprocess.run(argv, cwd=op_dir, env=env, capture_output=True, text=True, timeout=timeout_s)

@@ -1,13 +1,22 @@
 """P9 beyond the public cases: support shapes, tail inputs, observed KB obligations (issue 28 items 10, 12).
 
 For the first P0 case of each dtype, one child process (``measure/beyond_probe.py``) runs the
-**delivered** code on tail inputs of the case's shape, on ``SHAPES`` shapes drawn from the frozen
+**delivered** code on tail inputs of the case's shape, on ``beyond_probe.SHAPES`` shapes drawn from the frozen
 ``support_range`` with a seed chosen now (recorded in the note), and traces the dtypes of its
 accumulating reductions on the seed-42 inputs. Each output goes through the frozen precision gate
 against the frozen reference. Only when something fails does the **baseline** (the saved v000 code,
 ``remeasure.baseline_code``) run the same inputs in its own process: a failure the baseline shares is
 Stage 4's limit, disclosed in ``stage5_check.json`` ``beyond_p0.limits`` (not a FAIL: Stage 5 did not
 make it); a failure the baseline does not share is ``cheating``.
+
+The tail inputs lie inside the contract only when SPEC.md declares them (``tails: N sigma`` in its
+Support range, frozen as ``support_range.tail_sigmas``; the probe then uses N). Without the line they
+run at ``TAIL_SIGMAS`` and a failure is a disclosed limit, never a FAIL: a kernel correct on the
+declared input distribution (float32 accumulation an obligation allows, a softmax without its
+stabilisation step) has broken nothing the contract forbids (issue 35 item 3).
+
+:func:`judge` is the rule over the probe results, the one owner used by :func:`run` here and by the
+early checks (``verify/early.py``: the same results from the correctness probe).
 
 Observable obligations (``OBSERVERS``): an obligation of KB_SELECTION.json whose req_id, text or
 expected metric names accumulation and float32 (``accum-fp32``) is checked as "no accumulating
@@ -28,15 +37,13 @@ from pathlib import Path
 from typing import Any
 
 from .. import fsio
-from ..contract import op_name, protocol, support_range
+from ..contract import op_name, protocol
 from ..errors import PerftuneError
-from ..measure import correctness, evidence, probes
-from ..measure.beyond_probe import TAIL_SIGMAS
+from ..measure import beyond_probe, correctness, evidence, probes
 from ..profiler import pypto_sim_files as files
 from ..measure.backends.case_adapter import find_runner
 from . import remeasure
 
-SHAPES = 3
 OBSERVERS = ((re.compile(r"accum\w*.*(fp32|float32)|(fp32|float32).*accum", re.I | re.S), "accumulation_dtype"),)
 NARROW = {"float16", "bfloat16", "float8_e4m3fn", "float8_e5m2", "16-bit", "8-bit"}
 _ACCUMULATING_TILE = re.compile(r"SUM|MUL_?B|MULACC|REDUCE")
@@ -78,10 +85,10 @@ def sim_reductions(rnd, case_id: str) -> dict[str, Any]:
     return {"observed": sorted(seen), "source": path.relative_to(rnd.path.parent).as_posix()}
 
 
-def _probe(op_dir: Path, runner: Path, man, case_id: str, seed: int, shapes: list) -> dict[str, Any]:
+def _probe(op_dir: Path, runner: Path, man, case_id: str, seed: int, shapes: list, sigmas: float) -> dict[str, Any]:
     return probes.run(op_dir, runner, op_dir / protocol.MANIFEST_NAME, case_id, op_name.python_op(man) or "-",
                       device_id=man.protocol.device_id, timeout_s=300.0,
-                      extra=("--seed", str(seed), "--shapes", json.dumps(shapes)))
+                      extra=("--seed", str(seed), "--shapes", json.dumps(shapes), "--tail-sigmas", f"{sigmas:g}"))
 
 
 def _failures(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -104,58 +111,77 @@ def _figure(entry: dict[str, Any]) -> str:
     return entry.get("error") or figures + (f", non-finite {entry['non_finite']}" if entry.get("non_finite") else "")
 
 
-def run(op_dir: Path, man, base, final) -> tuple[list[Problem], dict[str, Any]]:
-    """The problems (for :func:`..checks.findings`) and the note ``stage5_check.json`` cites as ``beyond_p0``."""
-    support, backend = man.raw.get("support_range"), man.protocol.backend
-    seed, started = secrets.randbelow(2 ** 31), time.monotonic()
-    note: dict[str, Any] = {"seed": seed, "tail_sigmas": TAIL_SIGMAS, "cases": [], "limits": []}
-    if backend not in ("cpu", *protocol.DETERMINISTIC_BACKENDS):
-        return [], {**note, "status": "not_run", "reason": f"{backend}: the probes run on cpu and pypto-sim only"}
-    if support is None:
+def new_note(man, seed: int) -> dict[str, Any]:
+    """The ``beyond_p0`` note's head: the seed, the tail width and whether SPEC.md declares the tails."""
+    sigmas, declared = beyond_probe.tail_width(man)
+    note: dict[str, Any] = {"seed": seed, "tail_sigmas": sigmas, "tails_declared": declared, "cases": [], "limits": []}
+    if man.raw.get("support_range") is None:
         note["support_shapes"] = {"status": "unverified", "reason": "SPEC.md declares no support range (the "
                                   "frozen manifest has no support_range): no shape beyond the P0 cases is checked"}
-    elif backend != "cpu":
-        note["support_shapes"] = {"status": "unverified", "reason": f"{backend}: every new shape compiles a new "
-                                  "kernel (seconds each); only the tail inputs run"}
-    firsts = {}
-    for case in man.cases:
-        if case.p0 and case.dtype not in firsts:
-            firsts[case.dtype] = case
-    avoid = {c.shape for c in man.cases}
-    jobs = []
-    for number, (dtype, case) in enumerate(firsts.items()):
-        shapes = [] if support is None or backend != "cpu" or dtype not in support["dtypes"] else \
-            [[s, dtype] for s in support_range.draw(support, case.shape, seed + number, SHAPES, avoid)]
-        jobs.append((case, shapes))
+    elif man.protocol.backend != "cpu":
+        note["support_shapes"] = {"status": "unverified", "reason": f"{man.protocol.backend}: every new shape "
+                                  "compiles a new kernel (seconds each); only the tail inputs run"}
+    return note
+
+
+def run(op_dir: Path, man, base, final) -> tuple[list[Problem], dict[str, Any]]:
+    """The problems (for :func:`..checks.findings`) and the note ``stage5_check.json`` cites as ``beyond_p0``."""
+    backend = man.protocol.backend
+    seed, started = secrets.randbelow(2 ** 31), time.monotonic()
+    note = new_note(man, seed)
+    if backend not in ("cpu", *protocol.DETERMINISTIC_BACKENDS):
+        return [], {**note, "status": "not_run", "reason": f"{backend}: the probes run on cpu and pypto-sim only"}
+    jobs, sigmas = beyond_probe.plan(man, seed), note["tail_sigmas"]
     delivered = find_runner(op_dir)
-    results = correctness._in_order([partial(_probe, op_dir, delivered, man, c.id, seed, s) for c, s in jobs], 2)
+    results = correctness._in_order([partial(_probe, op_dir, delivered, man, c.id, seed, s, sigmas)
+                                     for c, s in jobs], 2)
+    for (case, _), result in zip(jobs, results):
+        if backend != "cpu" and not result.get("problem"):   # the simulator's tile ops, not the numpy tracer
+            result["reductions"] = sim_reductions(final, case.id)
+    runner: list[Path] = []
+
+    def baseline(case, shapes: list) -> dict[str, Any]:
+        if not runner:
+            runner.append(find_runner(remeasure.baseline_code(op_dir, base, final)))
+        again = _probe(op_dir, runner[0], man, case.id, seed, shapes, sigmas)
+        if backend != "cpu":
+            again["reductions"] = sim_reductions(base, case.id)
+        return again
+
+    problems = judge(op_dir, [(c, s, r) for (c, s), r in zip(jobs, results)], baseline, note)
+    note["elapsed_s"] = round(time.monotonic() - started, 3)
+    return problems, note
+
+
+def judge(op_dir: Path, rows: list[tuple], baseline, note: dict[str, Any]) -> list[Problem]:
+    """The P9 rule on the delivered code's beyond-P0 results ``rows`` = ``[(case, shapes, result)]``;
+    ``baseline(case, shapes)`` runs the same inputs on the baseline code (only when something fails).
+    Fills ``note`` (:func:`new_note`): its cases, limits and observed obligations."""
     observable, other = obligations(op_dir)
     note["kb_obligations"] = {"observed": observable, "not_observable": other}
+    sigmas, declared = note["tail_sigmas"], note["tails_declared"]
     problems: list[Problem] = []
-    baseline_runner = None
-    for (case, shapes), result in zip(jobs, results):
-        row = {"case": case.id, "shapes": [s for s, _ in shapes], **{k: result.get(k) for k in (
+    for case, shapes, result in rows:
+        note["cases"].append({"case": case.id, "shapes": [s for s, _ in shapes], **{k: result.get(k) for k in (
             "problem", "called") if result.get(k)}, "tail": _short(result.get("tail")),
-               "shape_results": [_short(e) for e in result.get("shapes", [])], "reductions": result.get("reductions")}
-        note["cases"].append(row)
-        if backend != "cpu" and not result.get("problem"):   # the simulator's tile ops, not the numpy tracer
-            result["reductions"] = row["reductions"] = sim_reductions(final, case.id)
+            "shape_results": [_short(e) for e in result.get("shapes", [])], "reductions": result.get("reductions")})
         if result.get("problem"):
             problems.append(("P9.tail_inputs", "runtime_failure", f"case {case.id}: the beyond-P0 probe could not "
                              f"run: {result['problem']}", "the probe runs", result["problem"]))
             continue
         failed, narrow = _failures(result), (_narrow(result) if observable else [])
+        if "tail" in failed and not declared:   # outside the declared distribution: a limit, never cheating
+            note["limits"].append(f"case {case.id}: tail (inputs at +-{sigmas:g} sigma): the delivered code fails "
+                                  f"the frozen gate ({_figure(failed.pop('tail'))}); SPEC.md declares no tails (no "
+                                  "'tails:' line in its Support range), so they lie outside the declared input "
+                                  "distribution; disclosed")
         if not failed and not narrow:
             continue
-        if baseline_runner is None:
-            baseline_runner = find_runner(remeasure.baseline_code(op_dir, base, final))
-        again = _probe(op_dir, baseline_runner, man, case.id, seed, shapes)
-        if backend != "cpu":
-            again["reductions"] = sim_reductions(base, case.id)
+        again = baseline(case, shapes)
         base_failed, base_narrow = _failures(again), _narrow(again)
         for name, entry in failed.items():
             check = "P9.tail_inputs" if name == "tail" else "P9.support_shapes"
-            kind = f"inputs at +-{TAIL_SIGMAS:g} sigma" if name == "tail" else "drawn shape"
+            kind = f"inputs at +-{sigmas:g} sigma" if name == "tail" else "drawn shape"
             what = f"case {case.id}: {name} ({kind})"
             if name in base_failed or again.get("problem"):
                 note["limits"].append(f"{what}: the delivered code and the baseline both fail the frozen gate "
@@ -171,8 +197,7 @@ def run(op_dir: Path, man, base, final) -> tuple[list[Problem], dict[str, Any]]:
                 problems.append(("P9.kb_obligation", "cheating", f"case {case.id}: obligation {req['req_id']} "
                                  f"(accumulate in >= float32) broken: reductions {narrow}",
                                  "every accumulating reduction in >= float32", ", ".join(narrow)))
-    note["elapsed_s"] = round(time.monotonic() - started, 3)
-    return problems, note
+    return problems
 
 
 def _short(entry: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -29,8 +29,11 @@ missing harness record (``performance_evidence_invalid``: re-collect with this c
   for writing outside the round's evidence folder (``harness.file_writes``: a replay file of any size).
 - ``P9.patched_library``: the operator's module replaced a numpy/math/time/builtins/torch attribute
   (e.g. slowing the paired baseline arm, or faking a library routine).
-- ``P9.reference_call``: during the correctness probe's call the op called into the frozen reference
-  or the golden module, or a library function named like the operation.
+- ``P9.reference_call``: during the correctness probe's call the op called a function of the frozen
+  reference's or the golden module's files (the frozen oracle). A library function named like the
+  operation is not a finding (on cpu a numpy or scipy primitive is the implementation); work that is
+  not the kernel's is judged by behaviour: fresh data and sampled values (cpu), the simulated launch
+  (pypto-sim, ``sim_launch``), the capture window (msprof).
 """
 
 from __future__ import annotations
@@ -151,20 +154,27 @@ def _probe_digests(record: dict[str, Any] | None) -> dict[str, list]:
     return out
 
 
-def problems(man: manifest_mod.Manifest, rounds: list[evidence.RoundEvidence], record: dict[str, Any] | None,
-             delivered_sha: str) -> list[Problem]:
-    """Every check of the module docstring on ``rounds`` and the correctness ``record``."""
+def probe_problems(man: manifest_mod.Manifest, record: dict[str, Any] | None) -> list[Problem]:
+    """``P9.reference_call`` and ``P9.deferred_output`` from the correctness ``record``'s probes (also
+    judged when the record is made: ``verify/early.py``)."""
     out: list[Problem] = []
-    reference = _probe_digests(record)
     for case in (c for c in (record or {}).get("cases", []) if c.get("id") in man.case_ids):
         probe = case.get("probe") or {}
         if probe.get("op_called"):
             out.append(("P9.reference_call", "cheating", f"case {case['id']}: the op called {probe['op_called'][:3]} "
-                        "(the reference, the golden module or a library implementation of the operation)",
+                        "(the frozen reference or the golden module: the oracle itself)",
                         "the delivered kernel computes", ", ".join(probe["op_called"][:3])))
         if probe.get("output_changed_after_return"):
             out.append(("P9.deferred_output", "cheating", f"case {case['id']}: the correctness run's output changed "
                         "after the op returned (work finished outside the call)", "complete at return", "changed"))
+    return out
+
+
+def problems(man: manifest_mod.Manifest, rounds: list[evidence.RoundEvidence], record: dict[str, Any] | None,
+             delivered_sha: str) -> list[Problem]:
+    """Every check of the module docstring on ``rounds`` and the correctness ``record``."""
+    out: list[Problem] = probe_problems(man, record)
+    reference = _probe_digests(record)
     for rnd in rounds:
         backend = (rnd.collection.get("environment") or {}).get("backend") or rnd.collection.get("backend")
         for case_id in (c for c in man.case_ids if c in rnd.cases):
