@@ -70,6 +70,8 @@ P_CHECKS: tuple[Check, ...] = (
     _c("P7.selection", "the delivered code is the recomputed choice", "performance_item_coverage_invalid"),
     _c("P7.item_decision", "every closed item's decision recomputes from its formal compare under the frozen rule",
        "performance_item_coverage_invalid"),
+    _c("P7.judged_code", "a code a formal compare rejected is never accepted later, under any item id",
+       "performance_item_coverage_invalid"),
     _c("P7.cited_evidence", "every round, correctness run and file the ledger cites loads and keeps its hash",
        "performance_item_coverage_invalid"),
     _c("P7.cited_paths", "every path the ledger's sweep and items cite exists and keeps its recorded identity",

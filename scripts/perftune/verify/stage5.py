@@ -241,8 +241,10 @@ def gate_p7(ctx: Context) -> list[Finding]:
            + findings("P7.selection", ev.selection_problems(ctx.op_dir, ctx.delivered_sha), category=cat))
     led = ctx.op_dir / protocol.PERF_DIR / protocol.LEDGER_NAME
     if led.is_file():  # the ledger cannot lie: every item's decision recomputed by the frozen rule
-        out += findings("P7.item_decision", item_decision.decision_problems(ctx.op_dir, fsio.read_json(
-            led, what="ledger")), category=cat)
+        obj = fsio.read_json(led, what="ledger")
+        out += findings("P7.item_decision", item_decision.decision_problems(ctx.op_dir, obj), category=cat)
+        out += findings("P7.judged_code", [(cat, msg, "P7.judged_code", want, got) for _item, msg, want, got
+                                           in item_decision.judged_problems(ctx.op_dir, obj)])
     return out
 
 
