@@ -93,6 +93,8 @@ P_CHECKS: tuple[Check, ...] = (
     _c("P9.threads", "no thread or child process left alive by the call", "cheating"),
     _c("P9.other_cpu", "no CPU spent by other threads after the call returned", "cheating"),
     _c("P9.patched_library", "no numpy, math, time, builtins or torch attribute replaced", "cheating"),
+    _c("P9.process_settings", "the process's CPU affinity, scheduling class, nice and thread-pool variables are the "
+       "runner's", "cheating"),
     _c("P9.file_io", "no file input/output above 64 KiB during a timed call", "cheating"),
     _c("P9.host_compute", "pypto-sim: no torch compute in the op function outside the simulated launch", "cheating"),
     _c("P9.launch_output", "pypto-sim: every output of a timed call is what its launch wrote", "cheating"),

@@ -241,6 +241,7 @@ def main(argv=None) -> int:
     known_case(manifest, args.case_id, args.manifest)
     op_dir, runner = Path(args.op_dir).resolve(), Path(args.runner).resolve()
     libraries = harness_guard.preload()  # before the operator's import: what it may not replace
+    harness_guard.own_process()           # the process settings both arms run under (docs/cpu-backend.md)
     harness_guard.EVIDENCE_ROOT[:] = [str(Path(args.output).resolve().parents[1])]   # the round's case folder
     module = load_runner_module(runner, op_dir)
     function = case_function(module, manifest, args.case_id, args.manifest)
