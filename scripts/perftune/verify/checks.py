@@ -115,6 +115,8 @@ P_CHECKS: tuple[Check, ...] = (
     _c("P10.wrapper_share", "wrapper/op gap growth <= max(10 % of the final op, 50 us)", "cheating"),
     _c("P10.gap_timing", "the wrapper/op timing runs", "runtime_failure"),
     _c("P10.remeasured_inputs", "the re-measured call received the golden seed-42 inputs", "cheating"),
+    _c("P10.remeasured_values", "every kept timed call of the re-measurement (seed-42 and fresh-data attempts) meets "
+       "the frozen gate against the reference on the inputs it received", "cheating"),
     _c("P10.fresh_data", "the speed-up holds on fresh inputs drawn at check time (>= 0.35 x)", "cheating"),
     _c("P10.baseline_arm", "the fastest paired baseline-arm sample (final round and re-measurement) <= 10x the "
        "baseline round's", "cheating"),

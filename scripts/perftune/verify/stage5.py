@@ -320,6 +320,8 @@ def gate_p10(ctx: Context) -> list[Finding]:
                         where)
     out += arm_findings(man, base, final, note)
     golden = ctx.notes.get("golden_inputs") or {}
+    out += findings("P10.remeasured_values", [(cat, msg, check, want, got) for check, cat, msg, want, got in
+                                              sampled_values.remeasured_problems(ctx.op_dir, man, note, golden)], where)
     for row in note.get("cases", []):
         expected = [[list(s), d, h] for s, d, h in golden.get(row["case"], [])]
         if golden and [json_rows(k) for k in row["inputs"]] != [json_rows(expected)]:
