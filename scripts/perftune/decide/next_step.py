@@ -350,7 +350,7 @@ def finish(st: State) -> list[dict]:
             return [step(key, f"{name} is missing or older than performance.json", values,
                          None)]
     verdict = _json(st.op / "docs/perf/stage5_check.json") or {}
-    return [step("done", f"stage5_check: {verdict.get('verdict', verdict.get('status', '?'))}")]
+    return [step("done", f"stage5_check: {verdict.get('verdict', verdict.get('status', '?'))}", values)]
 
 
 def next_steps(op_dir: str | Path, overlap: str | None = None) -> dict[str, Any]:

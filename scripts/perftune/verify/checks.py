@@ -40,6 +40,12 @@ P_CHECKS: tuple[Check, ...] = (
     _c("P1.citations", "a cited path exists inside the operator dir, no symlink", "performance_evidence_invalid"),
     _c("P1.cited_evidence", "every round and correctness record the report cites loads with its seal",
        "performance_evidence_invalid"),
+    _c("P1.report_rendering", "PERFORMANCE_REPORT.md (up to its evidence list) is what perf_report.py renders from "
+       "the evidence now", "performance_evidence_invalid"),
+    _c("P1.edited_after_check", "every file the verdict judged keeps the sha256 it had when the verifier ran "
+       "(consumers re-derive the verdict)", "performance_evidence_invalid"),
+    _c("P1.verdict_record", "stage5_check.json's verdict and failed checks are the re-derived ones",
+       "performance_evidence_invalid"),
     _c("P2.spec_coverage", "manifest cases = SPEC P0 rows, each with its test", "stage5_contract_blocked"),
     _c("P2.dispatch_target", "the frozen optimization_target", "dispatch_invalid"),
     _c("P2.frozen_inputs", "FROZEN_INPUTS.json present and the one every round recorded", "stage5_contract_blocked"),
