@@ -205,7 +205,7 @@ def input_keys(case_dir: Path) -> list[tuple]:
     return sorted(keys)
 
 
-def _archived(man: manifest_mod.Manifest, attempt: Path) -> tuple[stats.SpeedupResult, list[float]]:
+def archived(man: manifest_mod.Manifest, attempt: Path) -> tuple[stats.SpeedupResult, list[float]]:
     """The speed-up of one archived paired attempt, recomputed from its raw files; and its final samples."""
     reader = get_backend(man.protocol.backend)
     arms: dict[str, list] = {"baseline": [], "candidate": []}
@@ -227,13 +227,13 @@ def case_problems(man: manifest_mod.Manifest, delivered: dict[str, Any], case_id
     out: list[Problem] = []
     misses, last = [], None
     for attempt in sorted(case_dir.glob("attempt_*")):
-        last, final_us = _archived(man, attempt)
+        last, final_us = archived(man, attempt)
         misses.append(reproduction_problem(delivered, last, final_us))
     if misses and all(misses):
         out.append(("performance_evidence_invalid", f"case {case_id}: not reproduced in {len(misses)} "
                     f"re-measurement(s); last: {misses[-1]}"))
     claimed = [v for v in (last.point if last else None, delivered.get("speedup")) if v is not None]
-    fresh = [fresh_problem(min(claimed), _archived(man, folder)[0].point)
+    fresh = [fresh_problem(min(claimed), archived(man, folder)[0].point)
              for folder in sorted(case_dir.glob("fresh_*"))] if claimed else []
     if man.protocol.backend == "cpu" and claimed and min(claimed) > FRESH_MIN_SPEEDUP and not fresh:
         out.append(("performance_evidence_invalid", f"case {case_id}: the archive has no fresh-data attempt"))

@@ -33,7 +33,8 @@ from ..measure import correctness, evidence
 from .. import fsio
 from ..contract import manifest, protocol, schemas
 from ..errors import ContractError, PerftuneError
-from . import beyond_p0, capture_window, cited_evidence, contract_history, plausibility, provenance, remeasure
+from . import beyond_p0, capture_window, cited_evidence, contract_history, final_attempts, plausibility, provenance
+from . import remeasure
 from . import resimulate, sampled_values, sim_launch, stage4 as stage4_mod, timed_calls
 from .checks import Finding, finding, findings
 from . import verdict as verdict_mod
@@ -172,6 +173,8 @@ def gate_p3(ctx: Context) -> list[Finding]:
                            actual=f"sha256 {final.executable_sha256[:12]}"))
     out += findings("P3.reused_samples", ev.reused_samples(base, final), category=bad)
     problems, ctx.notes["provenance"] = provenance.p3_problems(ctx.op_dir, base, final)
+    ctx.notes["provenance"]["final_attempts"] = final_attempts.note(   # every attempt counts (stated, not a FAIL)
+        ctx.op_dir, _guard(ctx, "manifest", "stage5_contract_blocked"), perf, base, final)
     return out + findings("P3.history_chain", [(cat, msg, check, exp, act) for check, cat, msg, exp, act in problems])
 
 

@@ -14,6 +14,7 @@ from .. import fsio
 from ..contract import protocol
 from ..errors import PerftuneError, primary_category
 from ..measure import evidence
+from . import final_attempts
 from .checks import Finding
 from .plausibility import render as render_plausibility
 
@@ -76,7 +77,7 @@ def render_text(result: Stage5Result, evidence_path: str) -> str:
         origin = (result.provenance or {}).get("baseline_origin", "verified")
         return (f"Stage 5 verification PASSED.\nAll {len(result.gates)} checks passed.\n" + ("" if origin == "verified"
                 else f"Baseline origin {origin}: {result.provenance['reason']}\n") + render_plausibility(result.plausibility)
-                + beyond_lines(result.beyond_p0) + figure_lines(result.remeasure)
+                + beyond_lines(result.beyond_p0) + figure_lines(result.remeasure) + final_attempts.lines(result.provenance)
                 + f"Evidence: {evidence_path}\n")
     lines = ["Stage 5 verification FAILED.", f"Failed checks: {failed_checks(result)}",
              f"failure_category: {result.primary}", f"all categories: {', '.join(result.categories)}", "Evidence:"]
@@ -85,6 +86,7 @@ def render_text(result: Stage5Result, evidence_path: str) -> str:
         lines.append(f"      expected: {f.expected}; actual: {f.actual}")
         lines += [f"      {e}" for e in f.evidence[:5]]
     lines += render_plausibility(result.plausibility).splitlines() + figure_lines(result.remeasure).splitlines()
+    lines += final_attempts.lines(result.provenance).splitlines()
     lines.append(f"Suggested action: {SUGGESTED_ACTION.get(result.primary, 'fix the failed checks and re-run')}")
     lines.append(f"Machine verdict: {evidence_path}")
     return "\n".join(lines) + "\n"
