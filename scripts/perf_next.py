@@ -5,7 +5,9 @@ Reads the evidence state (PERFORMANCE_CASES.json, correctness runs, rounds, quic
 candidates, selection, confirm log, performance.json, the final files) and prints the next step:
 its SKILL key, why, and the exact command from SKILL.md's `bash step=<key>` block with every value
 the evidence fixes; a placeholder left in UPPER_CASE is the agent's judgement, listed under `needs`
-with the allowed values. Run it after every step (the demo runs on it). Decision logic:
+with the allowed values. At `done` the verdict of docs/perf/stage5_check.json is re-derived from the files
+(perftune/verify/rederive.py): a PASS the files do not re-derive gives `verify` again. Run it after every
+step (the demo runs on it). Decision logic:
 perftune/decide/next_step.py (docs/demo.md).
 
 usage:
@@ -27,6 +29,7 @@ from perftune.argv import add_json_flag, parser_from_doc
 from perftune.decide import next_step
 from perftune.demo import skill as skill_mod, steps
 from perftune.errors import run_cli
+from perftune.verify import rederive
 
 
 def render(key: str, values: dict, needs: dict, op_dir: str, skill: skill_mod.Skill) -> str | None:
@@ -51,6 +54,8 @@ def build_parser():
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     out = next_step.next_steps(args.op_dir, overlap=args.overlap)
+    if out["steps"][0]["key"] == "done":   # a verdict file is a claim: re-derived (issue 35 item 7)
+        out["steps"][0] = rederive.done_step(args.op_dir, out["steps"][0])
     skill = skill_mod.load()
     for st in out["steps"]:
         st["command"] = render(st["key"], st["values"], st["needs"], args.op_dir, skill)

@@ -30,7 +30,8 @@ TEST = "test_softmax.py"
 KERNEL = re.compile(r"^def softmax_kernel\(.*?(?=^def _assert_precision\()", re.M | re.S)
 INDEX = "| id | title | lifecycle | optimization_eligible | file |\n|----|----|----|----|----|\n"
 KB_ITEMS = ("kb-softmax-output-by-kernel", "kb-softmax-accum-fp32")
-POINTS = ("before_stage4", "before_freeze", "after_freeze", "before_baseline", "after_baseline", "before_final", "after_delivery")
+POINTS = ("before_stage4", "before_freeze", "after_freeze", "before_baseline", "after_baseline", "before_experiment",
+          "after_experiment", "before_final", "after_delivery")
 
 
 def run(op: Path, script: str, *args, ok=(0,)) -> dict:
@@ -116,6 +117,13 @@ def apply(op: Path, action: dict[str, Any], state: dict[str, Any]) -> None:
         final = state["extra_finals"][action["deliver_round"]] if isinstance(action["deliver_round"], int) \
             else action["deliver_round"]
         finish(op, state, final)
+    elif "touch" in action:
+        (op / action["touch"]).write_text("")
+    elif "remove" in action:
+        (op / action["remove"]).unlink()
+    elif "retry" in action:   # the same kind of experiment again, under another item id
+        retry = action["retry"]
+        _experiment(op, retry["kernel"], state["base"], state, item=retry["item"], version=retry["version"])
     elif "restart" in action:
         for name in ("docs/perf", "PERFORMANCE_CASES.json", "FROZEN_INPUTS.json", "GOLDEN_PERF_REPORT.json",
                      "GOLDEN_PERF_REPORT.md"):
@@ -143,7 +151,9 @@ def deliver(op: Path, plants: dict[str, list], *, experiment: str | None = None,
     state = prepared(op, plants, restart=restart, stage4=stage4)
     base = state["base"]
     if experiment:
+        _at(op, "before_experiment", state)
         _experiment(op, experiment, base, state)
+        _at(op, "after_experiment", state)
     run(op, "ledger.py", "sweep", "--op-dir", op, "--actor", "test", "--scope", "the P0 case", "--examined",
         "docs/perf/ledger.json")
     run(op, "select_best.py", "choose", "--op-dir", op)
@@ -221,20 +231,21 @@ def _reuse_prefix(op: Path, state: dict[str, Any], start: str) -> None:
     shutil.copytree(keep / "stage4_copy", state["stage4"], symlinks=True)
 
 
-def _experiment(op: Path, kernel: str, base: str, state: dict[str, Any]) -> None:
+def _experiment(op: Path, kernel: str, base: str, state: dict[str, Any], item: str = "bn-kernel",
+                version: str = "v001") -> None:
     """One experiment as the SKILL runs it: a derived ledger item, the new kernel, its paired round, v001.
     A kernel whose correctness run fails (a probe caught it at step 1) is rejected ``correctness_failed``
     and v000 restored, as the SKILL says (confirm refuses a final round of other code than the chosen
     version); the cheating agent puts it back once the report is written (``state["smuggled"]``), so
     the verifier meets it in the delivered code."""
-    run(op, "ledger.py", "add", "--op-dir", op, "--actor", "test", "--item-id", "bn-kernel", "--title",
+    run(op, "ledger.py", "add", "--op-dir", op, "--actor", "test", "--item-id", item, "--title",
         f"kernel {kernel}", "--evidence-file", f"docs/perf/{base}/collection.json", "--expected-metric",
         "speedup > 1.05", "--hypothesis", "fewer passes over the row; risk: precision; stop: slower")
     plant_kernel(op, kernel)
     record = run(op, "check_correctness.py", "--op-dir", op, ok=(0, 1))
     run_id = record["run_id"]
     if not record["all_passed"]:
-        run(op, "ledger.py", "update", "--op-dir", op, "--actor", "test", "--item", "bn-kernel", "--status",
+        run(op, "ledger.py", "update", "--op-dir", op, "--actor", "test", "--item", item, "--status",
             "rejected", "--reason-code", "correctness_failed", "--restore-point", "v000", "--note",
             f"{kernel}: the correctness run failed", "--code-ref", TEST, "--correctness", run_id)
         run(op, "select_best.py", "restore", "--op-dir", op, "--version", "v000")
@@ -243,16 +254,35 @@ def _experiment(op: Path, kernel: str, base: str, state: dict[str, Any]) -> None
     ranking = _formal(op)
     decided = run(op, "compare_perf.py", "formal", "--op-dir", op, "--baseline", base, "--candidate", ranking,
                   ok=(0, 1))["item_acceptance"]   # the item is closed as the frozen rule decided (SKILL step 18)
-    run(op, "ledger.py", "update", "--op-dir", op, "--actor", "test", "--item", "bn-kernel", "--status",
-        decided["status"], *(() if decided["status"] == "accepted" else ("--reason-code", decided["reason_code"],
-                                                                         "--restore-point", "v000")),
-        "--note", f"{kernel} measured in {ranking}", "--code-ref", TEST, "--correctness", run_id,
-        "--formal", ranking, base, "--mechanism", "fewer passes over the row")
+    closed = call_script("ledger.py", "update", "--op-dir", op, "--actor", "test", "--item", item, "--status",
+                         decided["status"], *(() if decided["status"] == "accepted" else
+                                              ("--reason-code", decided["reason_code"], "--restore-point", "v000")),
+                         "--note", f"{kernel} measured in {ranking}", "--code-ref", TEST, "--correctness", run_id,
+                         "--formal", ranking, base, "--mechanism", "fewer passes over the row", "--json", cwd=op)
+    if closed.returncode == 2 and "P7.judged_code" in closed.stderr:   # refused: the cheater writes it by hand
+        _accept_by_hand(op, item, ranking, base, run_id)
+    else:
+        assert closed.returncode == 0, closed.stderr
     if decided["status"] == "accepted":
-        run(op, "select_best.py", "record", "--op-dir", op, "--version-id", "v001", "--round", ranking, "--items",
-            "bn-kernel", "--correctness", run_id, "--compliance", "stage4 gates PASS")
+        run(op, "select_best.py", "record", "--op-dir", op, "--version-id", version, "--round", ranking, "--items",
+            item, "--correctness", run_id, "--compliance", "stage4 gates PASS")
     else:
         run(op, "select_best.py", "restore", "--op-dir", op, "--version", "v000")
+
+
+def _accept_by_hand(op: Path, item_id: str, ranking: str, base: str, run_id: str) -> None:
+    """The acceptance ``ledger.py`` refused, written into ledger.json the way the tool writes one."""
+    path = op / "docs/perf/ledger.json"
+    led = json.loads(path.read_text())
+    item = next(i for i in led["items"] if i["item_id"] == item_id)
+    tried = sorted((op / "docs/perf/versions").glob("tried_*"))[-1]
+    led["revision"] += 1
+    item.update(status="accepted", reason_code=None)
+    item["evidence"].update(code_ref=f"docs/perf/versions/{tried.name}", correctness=run_id, formal=[ranking, base],
+                            mechanism="fewer passes over the row")
+    item["history"].append({"action": "update", "actor": "test", "at": item["history"][-1]["at"], "from": "pending",
+                            "note": f"measured in {ranking}", "revision": led["revision"], "to": "accepted"})
+    path.write_text(json.dumps(led, indent=2, sort_keys=True))
 
 
 def finish(op: Path, state: dict[str, Any], final: str) -> None:

@@ -15,3 +15,5 @@ def test_the_legal_twin_passes(path, tmp_path):
     code, found = verdict(load(path)["twin"], tmp_path)
     assert (code, found["verdict"], found["failures"]) == (0, "PASS", []), found["failures"]
     assert found["remeasure"]["status"] == "run"
+    attempts = found["provenance"]["final_attempts"]   # every final attempt counts (issue 35 item 6): all listed
+    assert attempts["rounds"] and all(c["attempts"] == len(c["points"]) >= 1 for c in attempts["cases"].values())

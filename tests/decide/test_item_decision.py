@@ -98,3 +98,34 @@ def test_an_accepting_compare_allows_accepted_and_a_single_round_names_no_compar
     item = next(i for i in led["items"] if i["item_id"] == "general-18")
     item["status"], item["reason_code"] = "rejected", "no_stable_gain"      # a gain hidden as "no gain"
     assert "recomputes to accepted/None" in item_decision.decision_problems(op, led)[0]
+
+
+def test_a_rejected_code_keeps_its_judgement_under_another_item_id(op):
+    """Issue 35 item 9: the code general-18's compare rejected (round_002) is measured again (round_001 holds
+    the same code) and, after noise, offered as general-19: refused at the update and found by P7."""
+    truth(op, fast=50.0, slow=130.0)
+    proc = run_script("ledger.py", "update", "--op-dir", op, "--item", "general-18", "--status", "rejected",
+                      "--reason-code", "slower", "--correctness", "c001-0000abcd", "--formal", "round_002",
+                      "round_001", "--note", "vetoed by the slower target case")
+    assert proc.returncode == 0, proc.stderr
+    man = json.loads((op / "PERFORMANCE_CASES.json").read_text())
+    for case in (c["id"] for c in man["cases"]):   # the retry's luck: now the other round is the fast one
+        set_samples(op, "round_002", case, [200 + n for n in NOISE])
+        set_samples(op, "round_001", case, [100 + n for n in NOISE])
+    before = (op / "docs/perf/ledger.json").read_bytes()
+    retry = ("ledger.py", "update", "--op-dir", op, "--item", "general-19", "--status", "accepted", "--correctness",
+             "c001-0000abcd", "--formal", "round_001", "round_002", "--note", "retry")
+    assert_one_line_error(run_script(*retry), 2, "P7.judged_code", "general-18 had rejected")
+    assert (op / "docs/perf/ledger.json").read_bytes() == before       # nothing written
+    led = json.loads(before)
+    assert item_decision.judged_problems(op, led) == []
+    item = next(i for i in led["items"] if i["item_id"] == "general-19")   # the same acceptance written by hand
+    item["status"], item["evidence"]["formal"] = "accepted", ["round_001", "round_002"]
+    item["history"].append({"revision": led["revision"] + 1, "to": "accepted", "from": "pending"})
+    (found,) = item_decision.judged_problems(op, led)
+    assert found[0] == "general-19" and found[3] == f"accepted at revision {led['revision'] + 1} as general-19"
+    # a rejection recorded after the acceptance is conservative: not a problem
+    rejected = next(i for i in led["items"] if i["item_id"] == "general-18")
+    for entry in rejected["history"]:
+        entry["revision"] += 100 if entry.get("to") == "rejected" else 0
+    assert item_decision.judged_problems(op, led) == []

@@ -298,21 +298,38 @@ def test_fresh_data_keeps_shape_dtype_and_type_for_numpy_and_torch():
 def test_the_runner_times_fresh_data_and_the_test_still_checks_its_own(frozen, tmp_path):
     import subprocess
     import sys
-    from perftune.measure.backends.base import runner_env
+    from perftune.measure.backends.base import CHANNEL, runner_env
 
-    def run(*extra):
-        out = tmp_path / f"result{len(extra)}.json"
+    def run(seed):
+        out = tmp_path / f"run{seed}" / "result.json"
+        out.parent.mkdir()
+        (out.parent / CHANNEL).write_text(json.dumps({"fresh_seed": seed}))   # what the cpu backend writes
         argv = [sys.executable, "-m", "perftune.measure.backends.cpu_runner", "--op-dir", str(frozen), "--runner",
                 str(frozen / TEST), "--manifest", str(frozen / "PERFORMANCE_CASES.json"), "--case-id",
                 "r64_c4096_fp32", "--op-name", "softmax_kernel", "--warmup", "1", "--repeats", "3",
-                "--output", str(out), *extra]
+                "--output", str(out)]
         proc = subprocess.run(argv, cwd=frozen, env=runner_env(0), capture_output=True, text=True)
         assert proc.returncode == 0, proc.stderr   # the test's own precision check passed
-        return [s["attestation"]["inputs"][0]["sha256"] for s in json.loads(out.read_text())["samples"]]
+        assert not (out.parent / CHANNEL).exists()   # read and unlinked before the operator's import
+        return [s["attestation"] for s in json.loads(out.read_text())["samples"]], proc.args
 
-    frozen_inputs, fresh = run(), run("--fresh-seed", "91234")
+    (frozen_records, argv42), (fresh_records, argv_fresh) = run(None), run(91234)
+    assert argv42[:-1] == argv_fresh[:-1]                          # one command line: only the output differs
+    frozen_inputs = [r["inputs"][0]["sha256"] for r in frozen_records]
+    fresh = [r["inputs"][0]["sha256"] for r in fresh_records]
     assert len(set(frozen_inputs)) == 1                                   # seed 42: one input
     assert len(set(fresh)) == 3 and not set(fresh) & set(frozen_inputs)   # a new input per timed call
+    assert all("sampled" in r and r["fresh"]["args"][0]["from"] == frozen_inputs[0] for r in fresh_records)
+    assert "fresh" not in frozen_records[0]
+    # the verifier rebuilds each fresh input from its record and judges the kept values: the honest kernel meets
+    from perftune.measure import sampled_values as kept
+    rows = [{"where": f"call {n}", "sampled": r["sampled"], "arg": kept.compared_output(r), "dtype": "float32",
+             "fresh": r["fresh"], "inputs": r["inputs"]} for n, r in enumerate(fresh_records)]
+    judged = kept.judge(frozen, frozen / "PERFORMANCE_CASES.json", {"r64_c4096_fp32": rows})["r64_c4096_fp32"]
+    assert [row.get("meets") for row in judged] == [True] * 3, judged
+    rows[0]["fresh"] = {"args": [{**rows[0]["fresh"]["args"][0], "seed": 1}]}   # another seed: not what it received
+    assert kept.judge(frozen, frozen / "PERFORMANCE_CASES.json", {"r64_c4096_fp32": rows[:1]})[
+        "r64_c4096_fp32"][0]["unrebuilt"] is True
 
 
 def test_the_fresh_data_rule():

@@ -43,3 +43,23 @@ def test_fingerprint_mismatch_names_the_field():
     other = {**env, "numpy": "0.0"}
     assert fingerprint.mismatch({"environment": env}, {"environment": other}).startswith("environment.numpy:")
     assert "only one round" in fingerprint.mismatch({"environment": env}, {})
+
+
+def test_the_figure_that_holds_is_two_sided_and_never_a_failure():
+    attempts = [{"speedup": 25.5, "speedup_ci": [2.94, 31.5]}, {"speedup": 30.0, "speedup_ci": [28.0, 33.0]}]
+    inside = remeasure.figure_holds({"speedup": 32.0}, attempts)          # inside the second attempt's CI
+    assert (inside["holds"], inside["delivered"]) == ("delivered", 32.0)
+    for claimed in (54.7, 2.0):                                            # above every CI, and below
+        got = remeasure.figure_holds({"speedup": claimed}, attempts)
+        assert (got["holds"], got["re_measured"], got["ci"]) == ("re-measured", 30.0, [28.0, 33.0])
+    assert remeasure.figure_holds({"speedup": 5.0}, [])["holds"] == "delivered"   # nothing re-measured
+
+
+def test_every_final_attempt_counts_the_median_holds_over_a_lucky_last_round():
+    from perftune.verify import final_attempts
+    lucky = [("round_002", 1.95, [1.8, 2.1]), ("round_003", 2.0, [1.85, 2.2]), ("round_004", 13.3, [12.0, 14.0])]
+    got = final_attempts.holds(13.3, lucky)
+    assert (got["holds"], got["median_round"], got["median"], got["attempts"]) == ("median", "round_003", 2.0, 3)
+    assert "median 2.000" in final_attempts.lines({"final_attempts": {"cases": {"c": got}}})
+    assert final_attempts.holds(2.1, lucky[:2] + [("round_004", 2.1, [2.0, 2.3])])["holds"] == "delivered"
+    assert final_attempts.holds(13.3, lucky[2:])["holds"] == "delivered"     # one attempt: nothing to weigh

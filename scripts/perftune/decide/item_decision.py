@@ -7,6 +7,13 @@ the raw files (``compare.load_formal``) and returns the frozen rule's item decis
 (``acceptance.accept``, rule ``protocol.acceptance.rule`` of PERFORMANCE_CASES.json). ``ledger.py
 update --status accepted`` refuses a closure the rule did not decide; stage5_check P7 recomputes
 every experiment item's decision the same way (:func:`decision_problems`).
+
+A judged code keeps its judgement (``P7.judged_code``): the code a formal compare rejected (the
+executable_sha256 of its candidate round, ``slower``/``no_stable_gain``) may not be accepted later
+under any item id, its own included (a retry of the same code relabelled until noise lets one
+through). Only the later acceptance is refused: a rejection after an acceptance is conservative.
+``ledger.py update --status accepted`` refuses it; P7 recomputes it (:func:`judged_problems`). A
+code that differs by one byte is other code (docs/stage5-check.md, "cannot catch").
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ from typing import Any
 
 from . import compare, versions
 from .ledger import find_item
+from .. import fsio
 from ..errors import ContractError, PerftuneError
 
 # reason codes that a formal compare decides (the others are decided by a quick screen or a test)
@@ -52,7 +60,53 @@ def require_decided(op_dir: str | Path, item_id: str, led: dict[str, Any]) -> di
         raise ContractError("ledger.json", f"{item_id}.status", f"accepted refused: {problem}",
                             "close it with the decided status and reason code (docs/statistics.md, "
                             "\"Frozen decision rules\")")
+    if item["status"] == "accepted" and (judged := [p for p in judged_problems(op_dir, led) if p[0] == item_id]):
+        raise ContractError("ledger.json", f"{item_id}.status", f"accepted refused (P7.judged_code): {judged[0][1]}",
+                            "close it rejected: a judged code keeps its judgement under any item id; change the "
+                            "code to try another mechanism")
     return led
+
+
+def _code_of(op_dir: Path, ref: str, cache: dict[str, str | None]) -> str | None:
+    """``executable_sha256`` of the round ``ref`` (a round name or collection id; None: not found)."""
+    if ref not in cache:
+        from ..measure import evidence   # I/O, at the edge
+        try:
+            path = evidence.find_round(op_dir, ref)
+            cache[ref] = fsio.read_json(path / evidence.COLLECTION_JSON, what="collection.json").get("executable_sha256")
+        except (PerftuneError, AttributeError):
+            cache[ref] = None
+    return cache[ref]
+
+
+def _closed_at(item: dict[str, Any], status: str) -> int | None:
+    """The revision of ``item``'s first transition to ``status`` (None: never)."""
+    return next((h.get("revision") for h in item.get("history", []) if h.get("to") == status), None)
+
+
+def judged_problems(op_dir: str | Path, ledger: dict[str, Any]) -> list[tuple[str, str, str, str]]:
+    """``(item, message, expected, actual)`` per accepted item whose candidate code a formal compare had
+    rejected before (any item, reopened ones too: the history keeps the rejection)."""
+    root, cache = Path(op_dir), {}
+    rejected = []   # (revision, item id, code, round)
+    for item in ledger.get("items", []):
+        formal, at = list((item.get("evidence") or {}).get("formal") or []), _closed_at(item, "rejected")
+        reason = item.get("reason_code") if item.get("status") == "rejected" else "reopened"
+        if at is None or len(formal) < 2 or reason not in FORMAL_REASONS + ("reopened",):
+            continue
+        rejected.append((at, item["item_id"], _code_of(root, formal[0], cache), formal[0]))
+    out = []
+    for item in (i for i in ledger.get("items", []) if i.get("status") == "accepted"):
+        formal, at = list((item.get("evidence") or {}).get("formal") or []), _closed_at(item, "accepted")
+        code = _code_of(root, formal[0], cache) if formal else None
+        earlier = [r for r in rejected if code and r[2] == code and at is not None and r[0] < at]
+        if earlier:
+            rev, other, _code, rnd = earlier[0]
+            out.append((item["item_id"], f"{item['item_id']}: accepted code sha256 {code[:12]} that {other} had "
+                        f"rejected at revision {rev} (its formal round {rnd}); {len(earlier)} earlier rejection(s) of "
+                        "this code", f"code {code[:12]} stays rejected",
+                        f"accepted at revision {at} as {item['item_id']}"))
+    return out
 
 
 def decision_problems(op_dir: str | Path, ledger: dict[str, Any]) -> list[str]:

@@ -360,7 +360,7 @@ def finish(st: State) -> list[dict]:
     verdict = _json(st.op / "docs/perf/stage5_check.json") or {}
     if verdict.get("verdict") == "FAIL":
         return after_fail(st, verdict, values)
-    return [step("done", f"stage5_check: {verdict.get('verdict', verdict.get('status', '?'))}")]
+    return [step("done", f"stage5_check: {verdict.get('verdict', verdict.get('status', '?'))}", values)]
 
 
 def after_fail(st: State, verdict: dict, values: dict) -> list[dict]:

@@ -410,10 +410,11 @@ def _process_groups(case_dir: Path, candidate: list[RepeatResult], baseline: lis
 SEAL_ALGORITHM = "sha256 over sorted '<relative path>\\0<file sha256>\\n' lines of every file but collection.json"
 
 
-def evidence_seal(round_dir: Path) -> dict[str, Any]:
-    """Digest of every raw file of a round, taken when it completes; later edits or splices break it."""
+def evidence_seal(round_dir: Path, skip: tuple[str, ...] = (COLLECTION_JSON,)) -> dict[str, Any]:
+    """Digest of every raw file of a round, taken when it completes; later edits or splices break it.
+    ``skip``: the file names that carry the seal (not sealed themselves)."""
     lines = []
-    for path in sorted(p for p in round_dir.rglob("*") if p.is_file() and p.name != COLLECTION_JSON):
+    for path in sorted(p for p in round_dir.rglob("*") if p.is_file() and p.name not in skip):
         lines.append(f"{path.relative_to(round_dir).as_posix()}\0{fsio.sha256_file(path)}\n")
     return {"algorithm": SEAL_ALGORITHM, "n_files": len(lines),
             "sha256": hashlib.sha256("".join(lines).encode("utf-8")).hexdigest()}

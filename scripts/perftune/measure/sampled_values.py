@@ -10,7 +10,11 @@ call's ``attestation.json``::
 
     "sampled": {"call": 3, "of": 5, "seed": 123, "outputs": [{"arg", "size", "elements", "dtype", "b64"}]}
 
-(``call``: the timed call's number in its process, 1-based, of ``of``). :data:`CAP_ELEMENTS`
+(``call``: the timed call's number in its process, 1-based, of ``of``). A timed call of the verifier's
+fresh-data run (``cpu_runner``'s channel, P10) received new data: its record's ``fresh.args`` name,
+per tensor argument, the digest of the test's value and the seed of the new data, and :func:`judge`
+rebuilds those inputs from the golden factory's seed-42 tensors (:func:`fresh_inputs`; the rebuilt
+digests must equal the recorded inputs) and calls the reference on them. :data:`CAP_ELEMENTS`
 float32 values are 16 KiB raw, ~22 KiB of JSON per kept call; the gate on 4096 elements still
 sees a wrong path on 1 % of the elements (~41 misses: matched 0.99 < 0.999). The verifier
 (``verify/sampled_values.py``) recomputes the frozen reference on the call's own inputs (the golden
@@ -92,9 +96,49 @@ def compared_output(record: dict[str, Any]) -> str | None:
     return (written or outputs or [{}])[0].get("arg")
 
 
-def judge(op_dir: Path, manifest_path: Path, requests: dict[str, list[dict]]) -> dict[str, list[dict]]:
-    """Per case: each request ``{"where", "dtype", "sampled", "arg"}`` → gate figures on its kept values."""
+def _as_received(value: Any, seen: dict[str, Any]):
+    """A factory tensor as the op received it: a torch tensor of the recorded dtype when the call got one."""
+    if str(seen.get("type", "")).startswith("torch") and attestation._host_array(value) is not None \
+            and not hasattr(value, "detach"):
+        import torch
+        return torch.from_numpy(value.copy()).to(getattr(torch, seen["dtype"]))
+    return value
+
+
+def fresh_inputs(fargs: tuple, fkwargs: dict, fresh: dict[str, Any], inputs: list[dict]) -> tuple[list, dict]:
+    """The factory's arguments with each tensor replaced by the new data a fresh timed call received
+    (``fresh_like`` of the test's value with the recorded seed); ValueError when a rebuilt input's
+    digest is not the recorded one (the record and the rebuild disagree)."""
+    from .fresh_data import fresh_like
+    from .probe_runner import _host
+    seen = {i.get("arg"): i for i in inputs}
+    by_digest = {row["from"]: row for row in fresh.get("args", [])}
+
+    def swap(value):
+        digest = attestation.describe(value, "-").get("sha256") if attestation._host_array(value) is not None else None
+        row = by_digest.get(digest)
+        if row is None:
+            if digest is not None:
+                raise ValueError("a factory tensor the fresh call received no new data for")
+            return value
+        new = fresh_like(_as_received(value, seen.get(row["arg"], {})), int(row["seed"]))
+        if attestation.describe(new, "-").get("sha256") != (seen.get(row["arg"]) or {}).get("sha256"):
+            raise ValueError(f"argument {row['arg']}: the data rebuilt from seed {row['seed']} are not the recorded input")
+        return _host(new)
+    return [swap(a) for a in fargs], {k: swap(v) for k, v in fkwargs.items()}
+
+
+def _expected(reference, fargs: tuple, fkwargs: dict, row: dict[str, Any]):
+    """The reference's flat float64 output on the inputs the kept call received."""
     import numpy
+    args, kwargs = (fresh_inputs(fargs, fkwargs, row["fresh"], row.get("inputs") or []) if row.get("fresh")
+                    else (fargs, fkwargs))
+    return numpy.asarray(reference(*args, **kwargs), dtype=numpy.float64).reshape(-1)
+
+
+def judge(op_dir: Path, manifest_path: Path, requests: dict[str, list[dict]]) -> dict[str, list[dict]]:
+    """Per case: each request ``{"where", "dtype", "sampled", "arg"[, "fresh", "inputs"]}`` → gate figures on
+    its kept values (a fresh-data call against the reference on its rebuilt inputs)."""
     from ..contract import precision
     from ..contract.manifest import load_manifest
     from .probe_runner import _reference
@@ -105,11 +149,18 @@ def judge(op_dir: Path, manifest_path: Path, requests: dict[str, list[dict]]) ->
     out: dict[str, list[dict]] = {}
     for case_id, rows in requests.items():
         fargs, fkwargs, _source = factory_case(op_dir, man, case_id)
-        expected = numpy.asarray(reference(*fargs, **fkwargs), dtype=numpy.float64).reshape(-1)
+        seed42 = None
         for row in rows:
             gate = precision.gate_for(frozen, row["dtype"]) or precision.gate_for(frozen, man.case(case_id).dtype)
             output = next((o for o in row["sampled"].get("outputs", []) if o.get("arg") == row["arg"]), None)
             result = {"where": row["where"], "call": row["sampled"].get("call")}
+            try:
+                if not row.get("fresh") and seed42 is None:
+                    seed42 = _expected(reference, fargs, fkwargs, row)
+                expected = _expected(reference, fargs, fkwargs, row) if row.get("fresh") else seed42
+            except ValueError as exc:   # the fresh inputs cannot be rebuilt: the record is not evidence
+                out.setdefault(case_id, []).append({**result, "problem": str(exc), "unrebuilt": True})
+                continue
             if output is None or gate is None:
                 result["problem"] = "no kept values of the compared output" if gate else "no frozen gate"
             elif int(output.get("size", -1)) != expected.size:

@@ -4,7 +4,10 @@
   they are now: ``docs/stages/stage<N>_check.json`` (``validate_stage.py N``, N = 1..4) or
   ``docs/perf/stage5_check.json`` (``stage5_check.py``). Every file record in its ``inputs`` must
   still match the file on disk; Stage 5's check must also be for the recorded entry target and
-  must have run the verifier's re-measurement (P10), unless the frozen budget skipped it.
+  must have run the verifier's re-measurement (P10), unless the frozen budget skipped it. The file is
+  the agent's to edit, so Stage 5's verdict is re-derived too (``verify/rederive.py``: the recomputing
+  gates re-run, P10 from its cited archive): a FAIL edited to PASS, or a report or ledger edited after
+  the check with the records rewritten, is refused with the re-derived checks.
 - ``start_stage 5`` needs the entry confirmation (OR-5): who authorised it (the user asked for
   performance work, authorised autonomous execution, or answered the entry question), the user's
   words verbatim, and the frozen target (``confirm_stage5_entry``).
@@ -70,7 +73,11 @@ def check_problem(op_dir: str | Path, stage: int, state: Mapping[str, Any]) -> s
         return exc.line()
     stale = [rec.get("path", name) for name, rec in sorted(obj["inputs"].items())
              if not fsio.record_matches(rec, root)]
-    return judge(obj, stage, state["operator_name"], stale, state.get("stage5_entry"))
+    problem = judge(obj, stage, state["operator_name"], stale, state.get("stage5_entry"))
+    if problem is None and stage == 5:
+        from ..verify import rederive   # the verdict file is a claim: re-derive it from the files now
+        problem = rederive.gate_problem(root)
+    return problem
 
 
 def _guard(ok: bool, guard: str, problem: str, fix: str) -> None:

@@ -65,18 +65,21 @@ def roof_sources(platform: dict | None) -> tuple[str, str]:
             f"{path} peaks.{memory} {status.get(memory, 'status not recorded')}")
 
 
-def _figures(root: Path, task: str, selection: dict | None, terminal: dict | None) -> dict[str, str]:
+def _figures(root: Path, task: str, selection: dict | None, terminal: dict | None, draw: bool = True) -> dict[str, str]:
+    """Caption -> path of each figure; drawn when ``draw`` (else only where it would be drawn)."""
     out, figures = {}, root / protocol.FIGURES_DIR
     if selection and selection.get("candidates"):
-        rows = selection["candidates"]
-        path = final_plots.candidate_scores(
-            [r["version_id"] for r in rows], [r.get("score") for r in rows], [r.get("ci") for r in rows],
-            [bool(r.get("in_tie_set")) for r in rows], selection.get("chosen"), selection["rule"]["delta"],
-            figures / "candidate_scores.png", f"{task}: candidate suite scores vs the baseline",
-            reasons=[r.get("ineligible_reason") for r in rows],
-            metric=selection["rule"].get("aggregate_metric", protocol.AGGREGATE_METRIC))
+        rows, path = selection["candidates"], figures / "candidate_scores.png"
+        if draw:
+            final_plots.candidate_scores(
+                [r["version_id"] for r in rows], [r.get("score") for r in rows], [r.get("ci") for r in rows],
+                [bool(r.get("in_tie_set")) for r in rows], selection.get("chosen"), selection["rule"]["delta"],
+                path, f"{task}: candidate suite scores vs the baseline", reasons=[r.get("ineligible_reason") for r in rows],
+                metric=selection["rule"].get("aggregate_metric", protocol.AGGREGATE_METRIC))
         out["Candidate scores and the tie set"] = fsio.display_path(path, root)
-    if terminal and terminal["cases"]:
+    if terminal and terminal["cases"] and not draw:
+        out["Roofline per P0 case"] = fsio.display_path(figures / "roofline.png", root)
+    elif terminal and terminal["cases"]:
         names, ai, rate, peaks = [], [], [], []
         for c in terminal["cases"]:
             roof = c["roofline_terminal"]
@@ -95,6 +98,19 @@ def _figures(root: Path, task: str, selection: dict | None, terminal: dict | Non
 def build(op_dir: str | Path) -> dict[str, Any]:
     """Write PERFORMANCE_REPORT.md (+ figures); returns {report, figures}."""
     root = Path(op_dir)
+    inputs = gather(root, draw=True)
+    report = fsio.write_text(root / protocol.PERFORMANCE_REPORT_MD, final_md.render(inputs))
+    return {"report": fsio.display_path(report, root), "figures": sorted(inputs.figures.values()),
+            "evidence_paths": len(inputs.evidence_paths), "rounds": [r["name"] for r in evidence.list_rounds(root)]}
+
+
+def rendered(op_dir: str | Path) -> str:
+    """The text :func:`build` writes for the evidence as it is now (no file written, no figure drawn)."""
+    return final_md.render(gather(Path(op_dir), draw=False))
+
+
+def gather(root: Path, draw: bool) -> final_md.FinalInputs:
+    """Every input of the report, recomputed from the evidence (figures drawn when ``draw``)."""
     man = manifest.load_manifest(root / protocol.MANIFEST_NAME)
     perf_file = fsio.read_json(root / protocol.PERFORMANCE_JSON, what="performance.json")
     perf = compare.load_formal(root, perf_file["baseline_collection_id"], perf_file["final_collection_id"])
@@ -104,12 +120,9 @@ def build(op_dir: str | Path) -> dict[str, Any]:
         selection["confirm"] = _confirm(root)
     terminal = _terminal(root)
     task = root.resolve().name
-    figures = _figures(root, task, selection, terminal)
+    figures = _figures(root, task, selection, terminal, draw)
     figures.update({"Speed-up per case with CI and noise band": f"{protocol.FIGURES_DIR}/{formal.FIGURES['speedup']}",
                     "Baseline vs final samples per case": f"{protocol.FIGURES_DIR}/{formal.FIGURES['samples']}"})
     figures = {k: v for k, v in figures.items() if (root / v).is_file()}
-    inputs = final_md.FinalInputs(task, man.raw, fsio.file_record(root / protocol.MANIFEST_NAME, root), perf,
-                                  ledger_obj, selection, terminal, evidence_paths(root), figures)
-    report = fsio.write_text(root / protocol.PERFORMANCE_REPORT_MD, final_md.render(inputs))
-    return {"report": fsio.display_path(report, root), "figures": sorted(figures.values()),
-            "evidence_paths": len(inputs.evidence_paths), "rounds": [r["name"] for r in evidence.list_rounds(root)]}
+    return final_md.FinalInputs(task, man.raw, fsio.file_record(root / protocol.MANIFEST_NAME, root), perf,
+                                ledger_obj, selection, terminal, evidence_paths(root), figures)

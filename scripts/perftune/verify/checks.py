@@ -40,6 +40,12 @@ P_CHECKS: tuple[Check, ...] = (
     _c("P1.citations", "a cited path exists inside the operator dir, no symlink", "performance_evidence_invalid"),
     _c("P1.cited_evidence", "every round and correctness record the report cites loads with its seal",
        "performance_evidence_invalid"),
+    _c("P1.report_rendering", "PERFORMANCE_REPORT.md (up to its evidence list) is what perf_report.py renders from "
+       "the evidence now", "performance_evidence_invalid"),
+    _c("P1.edited_after_check", "every file the verdict judged keeps the sha256 it had when the verifier ran "
+       "(consumers re-derive the verdict)", "performance_evidence_invalid"),
+    _c("P1.verdict_record", "stage5_check.json's verdict and failed checks are the re-derived ones",
+       "performance_evidence_invalid"),
     _c("P2.spec_coverage", "manifest cases = SPEC P0 rows, each with its test", "stage5_contract_blocked"),
     _c("P2.dispatch_target", "the frozen optimization_target", "dispatch_invalid"),
     _c("P2.frozen_inputs", "FROZEN_INPUTS.json present and the one every round recorded", "stage5_contract_blocked"),
@@ -70,6 +76,8 @@ P_CHECKS: tuple[Check, ...] = (
     _c("P7.selection", "the delivered code is the recomputed choice", "performance_item_coverage_invalid"),
     _c("P7.item_decision", "every closed item's decision recomputes from its formal compare under the frozen rule",
        "performance_item_coverage_invalid"),
+    _c("P7.judged_code", "a code a formal compare rejected is never accepted later, under any item id",
+       "performance_item_coverage_invalid"),
     _c("P7.cited_evidence", "every round, correctness run and file the ledger cites loads and keeps its hash",
        "performance_item_coverage_invalid"),
     _c("P7.cited_paths", "every path the ledger's sweep and items cite exists and keeps its recorded identity",
@@ -91,6 +99,8 @@ P_CHECKS: tuple[Check, ...] = (
     _c("P9.threads", "no thread or child process left alive by the call", "cheating"),
     _c("P9.other_cpu", "no CPU spent by other threads after the call returned", "cheating"),
     _c("P9.patched_library", "no numpy, math, time, builtins or torch attribute replaced", "cheating"),
+    _c("P9.process_settings", "the process's CPU affinity, scheduling class, nice and thread-pool variables are the "
+       "runner's", "cheating"),
     _c("P9.file_io", "no file input/output above 64 KiB during a timed call", "cheating"),
     _c("P9.host_compute", "pypto-sim: no torch compute in the op function outside the simulated launch", "cheating"),
     _c("P9.launch_output", "pypto-sim: every output of a timed call is what its launch wrote", "cheating"),
@@ -111,6 +121,8 @@ P_CHECKS: tuple[Check, ...] = (
     _c("P10.wrapper_share", "wrapper/op gap growth <= max(10 % of the final op, 50 us)", "cheating"),
     _c("P10.gap_timing", "the wrapper/op timing runs", "runtime_failure"),
     _c("P10.remeasured_inputs", "the re-measured call received the golden seed-42 inputs", "cheating"),
+    _c("P10.remeasured_values", "every kept timed call of the re-measurement (seed-42 and fresh-data attempts) meets "
+       "the frozen gate against the reference on the inputs it received", "cheating"),
     _c("P10.fresh_data", "the speed-up holds on fresh inputs drawn at check time (>= 0.35 x)", "cheating"),
     _c("P10.baseline_arm", "the fastest paired baseline-arm sample (final round and re-measurement) <= 10x the "
        "baseline round's", "cheating"),

@@ -29,6 +29,7 @@ in ``stage5_check.json``. Rules (docs/stage5-check.md, with the measurements beh
 from __future__ import annotations
 
 import dataclasses
+import json
 import hashlib
 import secrets
 import statistics
@@ -42,6 +43,7 @@ from ..contract import op_name, protocol
 from ..decide import candidates, stats
 from ..errors import ContractError, PerftuneError
 from ..measure import attestation, collect, evidence, probes
+from ..measure.backends import get_backend
 from ..measure.backends.case_adapter import find_runner
 
 TOLERANCE = 0.20
@@ -154,6 +156,18 @@ def _attempt(ctx, base_spec, case, case_dir: Path, delivered: dict[str, Any]) ->
             "reproduced": miss is None, "problem": miss}, miss
 
 
+def figure_holds(delivered: dict[str, Any], attempts: list[dict[str, Any]]) -> dict[str, Any]:
+    """Which speed-up of a case holds, two-sided (docs/statistics.md, "The delivered figure"): the delivered
+    one when it lies inside the CI of one of the verifier's seed-42 attempts, else the verifier's last
+    attempt, its point and CI. Not a FAIL (load moves either figure); the verdict names it."""
+    s_d = delivered.get("speedup")
+    inside = [a for a in attempts if s_d is not None and None not in (a.get("speedup_ci") or [None])
+              and a["speedup_ci"][0] <= s_d <= a["speedup_ci"][1]]
+    last = attempts[-1] if attempts else {}
+    return {"holds": "delivered" if inside or not attempts else "re-measured", "delivered": s_d,
+            "re_measured": last.get("speedup"), "ci": last.get("speedup_ci")}
+
+
 def fresh_problem(seed42: float | None, fresh: float | None) -> str | None:
     """The fresh-data rule on one attempt: None when the fresh speed-up holds."""
     if seed42 is None or fresh is None or seed42 <= FRESH_MIN_SPEEDUP or fresh >= FRESH_SHARE * seed42:
@@ -191,6 +205,83 @@ def input_keys(case_dir: Path) -> list[tuple]:
     return sorted(keys)
 
 
+def archived(man: manifest_mod.Manifest, attempt: Path) -> tuple[stats.SpeedupResult, list[float]]:
+    """The speed-up of one archived paired attempt, recomputed from its raw files; and its final samples."""
+    reader = get_backend(man.protocol.backend)
+    arms: dict[str, list] = {"baseline": [], "candidate": []}
+    for repeat in sorted(attempt.glob("repeat_*")):
+        for arm, rows in arms.items():
+            rows.append(reader.read_repeat(repeat / arm, man.protocol.op_name))
+    groups = [r.process for r in arms["candidate"]]
+    groups = groups if groups and all(g is not None for g in groups) else None
+    final_us = [r.duration_us for r in arms["candidate"]]
+    return stats.compare_samples([r.duration_us for r in arms["baseline"]], final_us, man.protocol.decision,
+                                 paired=True, aggregation=man.protocol.aggregation, groups_b=groups,
+                                 groups_c=groups), final_us
+
+
+def case_problems(man: manifest_mod.Manifest, delivered: dict[str, Any], case_id: str, case_dir: Path
+                  ) -> list[Problem]:
+    """The rules of the module docstring on one case's archived re-measurement, from its raw files alone
+    (``run`` right after measuring, :func:`replay` when a consumer re-derives the verdict)."""
+    out: list[Problem] = []
+    misses, last = [], None
+    for attempt in sorted(case_dir.glob("attempt_*")):
+        last, final_us = archived(man, attempt)
+        misses.append(reproduction_problem(delivered, last, final_us))
+    if misses and all(misses):
+        out.append(("performance_evidence_invalid", f"case {case_id}: not reproduced in {len(misses)} "
+                    f"re-measurement(s); last: {misses[-1]}"))
+    claimed = [v for v in (last.point if last else None, delivered.get("speedup")) if v is not None]
+    fresh = [fresh_problem(min(claimed), archived(man, folder)[0].point)
+             for folder in sorted(case_dir.glob("fresh_*"))] if claimed else []
+    if man.protocol.backend == "cpu" and claimed and min(claimed) > FRESH_MIN_SPEEDUP and not fresh:
+        out.append(("performance_evidence_invalid", f"case {case_id}: the archive has no fresh-data attempt"))
+    if fresh and all(fresh):
+        out.append(("cheating", f"case {case_id}: {fresh[-1]}", "P10.fresh_data"))
+    gap = fsio.read_json(case_dir / "gap.json", what="gap timing") if (case_dir / "gap.json").is_file() else {}
+    moved = moved_work(gap)[1]
+    if moved:
+        out.append(("cheating", f"case {case_id}: {moved}"))
+    if gap.get("problem"):
+        out.append(("runtime_failure", f"case {case_id}: wrapper/op timing: {gap['problem']}"))
+    return out
+
+
+ARCHIVE_NOTE = "remeasure.json"
+
+
+def load_archive(op_dir: Path, note: dict[str, Any]) -> tuple[Path, dict[str, Any], list[Problem]]:
+    """The re-measurement archive a verdict cites: (folder, its remeasure.json, problems): not the cited
+    file (sha256), or a raw file changed after it was written (its seal)."""
+    folder = fsio.safe_join(op_dir, note.get("path") or "-", field="remeasure.path")
+    try:
+        archive = fsio.read_json(folder / ARCHIVE_NOTE, what="re-measurement archive")
+    except PerftuneError as exc:
+        return folder, {}, [("performance_evidence_invalid", f"the cited re-measurement does not load: {exc.line()}")]
+    problems: list[Problem] = []
+    if hashlib.sha256((folder / ARCHIVE_NOTE).read_bytes()).hexdigest() != note.get("remeasure_json_sha256"):
+        problems.append(("performance_evidence_invalid", f"{note['path']}/{ARCHIVE_NOTE} is not the archive the "
+                         "verdict cites (another sha256)"))
+    if evidence.evidence_seal(folder, skip=(ARCHIVE_NOTE,)) != archive.get("evidence_seal"):
+        problems.append(("performance_evidence_invalid", f"{note['path']}: a raw file changed after the "
+                         "re-measurement (its evidence seal)"))
+    return folder, {**archive, "remeasure_json_sha256": note.get("remeasure_json_sha256"), "replayed": True}, problems
+
+
+def replay(op_dir: Path, man: manifest_mod.Manifest, perf: dict[str, Any], note: dict[str, Any]
+           ) -> tuple[list[Problem], dict[str, Any]]:
+    """P10 re-derived from the archive a verdict cites (``verify/rederive.py``): :func:`load_archive`, then
+    every rule recomputed from its raw files with the delivered figures of ``perf`` now; nothing is
+    measured again."""
+    folder, archive, problems = load_archive(op_dir, note)
+    delivered = {c["case"]: c for c in perf["per_case"]}
+    for row in archive.get("cases", []):
+        problems += case_problems(man, delivered.get(row["case"], {}), row["case"],
+                                  folder / evidence.case_dir_name(row["case"]))
+    return problems, archive
+
+
 def run(op_dir: Path, man: manifest_mod.Manifest, perf: dict[str, Any], base: evidence.RoundEvidence,
         final: evidence.RoundEvidence, force_fresh: set[str] | frozenset = frozenset()
         ) -> tuple[list[Problem], dict[str, Any]]:
@@ -220,24 +311,17 @@ def run(op_dir: Path, man: manifest_mod.Manifest, perf: dict[str, Any], base: ev
         gap = probes.run(op_dir, ctx.spec.runner, ctx.manifest_path, case.id, op_name.python_op(man) or "-",
                          mode="gap", paired_runner=base_spec.runner, calls=GAP_CALLS, device_id=ctx.spec.device_id)
         fsio.write_json(case_dir / "gap.json", gap)
-        figures, moved = moved_work(gap)
+        figures = moved_work(gap)[0]
         claimed = [v for v in (attempts[-1]["speedup"], delivered.get(case.id, {}).get("speedup")) if v is not None]
         least = min(claimed) if claimed else None
-        fresh, stale = (_fresh_attempts(ctx, base_spec, case, case_dir, least)  # nothing to collapse otherwise
-                        if man.protocol.backend == "cpu" and least is not None
-                        and (least > FRESH_MIN_SPEEDUP or case.id in force_fresh)   # forced: P10.plausibility
-                        else ([], None))
-        if stale:
-            problems.append(("cheating", f"case {case.id}: {stale}", "P10.fresh_data"))
-        if miss:
-            problems.append(("performance_evidence_invalid", f"case {case.id}: not reproduced in {len(attempts)} "
-                             f"re-measurement(s); last: {miss}"))
-        if moved:
-            problems.append(("cheating", f"case {case.id}: {moved}"))
-        if gap.get("problem"):
-            problems.append(("runtime_failure", f"case {case.id}: wrapper/op timing: {gap['problem']}"))
+        fresh = (_fresh_attempts(ctx, base_spec, case, case_dir, least)[0]  # nothing to collapse otherwise
+                 if man.protocol.backend == "cpu" and least is not None
+                 and (least > FRESH_MIN_SPEEDUP or case.id in force_fresh)   # forced: P10.plausibility
+                 else [])
+        problems += case_problems(man, delivered.get(case.id, {}), case.id, case_dir)   # from the raw files
         rows.append({"case": case.id, "delivered_speedup": delivered.get(case.id, {}).get("speedup"),
                      "reproduced": miss is None, "attempts": attempts, "gap": figures, "fresh": fresh,
+                     "figure": figure_holds(delivered.get(case.id, {}), attempts),
                      "inputs": [list(map(list, k)) for k in input_keys(case_dir)]})
     seconds = round(time.monotonic() - started, 3)
     note = {"status": "run", "path": fsio.display_path(folder, op_dir), "seconds": seconds, "budget_s": budget_s,
@@ -247,6 +331,25 @@ def run(op_dir: Path, man: manifest_mod.Manifest, perf: dict[str, Any], base: ev
                      "fresh_min_speedup": FRESH_MIN_SPEEDUP, "gap_share": GAP_SHARE,
                      "gap_floor_us": GAP_FLOOR_US, "gap_calls": GAP_CALLS}, "cases": rows}
     note["evidence_seal"] = evidence.evidence_seal(folder)
-    fsio.write_json(folder / "remeasure.json", note)
-    note["remeasure_json_sha256"] = hashlib.sha256((folder / "remeasure.json").read_bytes()).hexdigest()
+    fsio.write_json(folder / ARCHIVE_NOTE, note)
+    note["remeasure_json_sha256"] = hashlib.sha256((folder / ARCHIVE_NOTE).read_bytes()).hexdigest()
     return problems, note
+
+
+def figures(check: str, message: str, rows: dict[str, dict]) -> tuple:
+    """``(check, expected, actual)`` of a re-measurement problem, from the note's figures of its case."""
+    row = next((r for case, r in rows.items() if message.startswith(f"case {case}:")), None)
+    if row is None:
+        return (check, None, None)
+    if check == "P10.wrapper_share" and (gap := row.get("gap") or {}).get("moved_us") is not None:
+        limit = max(GAP_SHARE * gap["final_op_us"], GAP_FLOOR_US)
+        return (check, f"gap growth <= {limit:.1f} us", f"gap growth {gap['moved_us']:.1f} us")
+    last = (row.get("attempts") or [{}])[-1]
+    if check == "P10.reproduced" and last.get("speedup") is not None and row.get("delivered_speedup") is not None:
+        return (check, f"delivered speed-up {row['delivered_speedup']:.3f} reproduced",
+                f"re-measured {last['speedup']:.3f} CI {last.get('speedup_ci')}")
+    return (check, None, None)
+
+
+def json_rows(key) -> str:
+    return json.dumps(key, sort_keys=True)

@@ -117,3 +117,16 @@ def run(op_dir: Path, man: manifest_mod.Manifest, base: evidence.RoundEvidence,
     fsio.write_json(folder / "remeasure.json", note)
     note["remeasure_json_sha256"] = hashlib.sha256((folder / "remeasure.json").read_bytes()).hexdigest()
     return problems, note
+
+
+def replay(op_dir: Path, note: dict[str, Any]) -> tuple[list[Problem], dict[str, Any]]:
+    """P10 re-derived from a cited re-simulation archive (``verify/rederive.py``): the archive's identity and
+    seal (``remeasure.load_archive``) and every case's recorded identity of re-simulated and recorded times."""
+    _folder, archive, problems = remeasure.load_archive(op_dir, note)
+    problems = [p[:2] for p in problems]
+    for row in archive.get("cases", []):
+        for arm in ("final", "baseline"):
+            if (row.get(arm) or {}).get("identical") is False:
+                problems.append(("performance_evidence_invalid", f"{arm} {row['case']}: re-simulated "
+                                 f"{row[arm].get('resimulated_us')} us, recorded {row[arm].get('recorded_us')} us"))
+    return problems, archive

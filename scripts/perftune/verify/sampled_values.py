@@ -6,6 +6,12 @@
   inputs (the seed-42 inputs the verifier rebuilds; a call on other inputs is ``P9.attestation``'s).
   A cpu round of the delivered code with no kept values, or whose last timed call of a process kept
   none, is ``performance_evidence_invalid`` (re-collect with this collector).
+- ``P10.remeasured_values`` (``cheating``): the same on every kept timed call of the delivered code in
+  the verifier's own re-measurement (``docs/perf/stage5_remeasure/rm_NNN``): the seed-42 attempts keep
+  values as the rounds do, the fresh-data attempts on every timed call, judged against the reference on
+  the inputs rebuilt from the recorded seeds (a kernel that tells the verifier's fresh data from the
+  frozen inputs and returns anything cheap on them); a record whose inputs cannot be rebuilt is
+  ``performance_evidence_invalid``.
 - ``P9.output_dtype`` (``cheating``): every timed output of the delivered code has the case's SPEC
   dtype (:func:`expected_dtype`).
 - ``P10.baseline_arm`` (``cheating``): the fastest baseline-arm sample of a case paired with the
@@ -87,17 +93,19 @@ def _requests(man, rounds, delivered_sha, golden) -> tuple[dict[str, list], list
         for index, rec in sampled:
             if golden and tuple(attestation.input_key(rec)) != tuple(golden.get(case_id) or ()):
                 continue   # other inputs than the seed-42 ones: P9.attestation reports it
-            requests.setdefault(case_id, []).append({
-                "where": f"{where} repeat {index}", "sampled": rec["sampled"], "arg": kept.compared_output(rec),
-                "dtype": next((o.get("dtype") for o in rec.get("outputs", [])
-                               if o.get("arg") == kept.compared_output(rec)), None) or man.case(case_id).dtype})
+            requests.setdefault(case_id, []).append(_kept_request(rec, f"{where} repeat {index}", man.case(case_id)))
     return requests, out
 
 
 def value_problems(op_dir: Path, man, rounds, delivered_sha: str, golden) -> list[Problem]:
     requests, out = _requests(man, rounds, delivered_sha, golden)
+    return out + _judged(op_dir, requests, "P9.sampled_values")
+
+
+def _judged(op_dir: Path, requests: dict[str, list], check: str) -> list[Problem]:
+    """The kept values of ``requests`` judged in a child process (``measure/sampled_values.py``)."""
     if not requests:
-        return out
+        return []
     with tempfile.TemporaryDirectory(prefix="perftune_sampled_") as scratch:
         ask, answer = Path(scratch) / "requests.json", Path(scratch) / "figures.json"
         ask.write_text(json.dumps(requests), encoding="utf-8")
@@ -106,18 +114,49 @@ def value_problems(op_dir: Path, man, rounds, delivered_sha: str, golden) -> lis
         proc = subprocess.run(argv, cwd=op_dir, env=runner_env(0), capture_output=True, text=True, timeout=600)
         if proc.returncode != 0 or not answer.is_file():
             tail = (proc.stderr.strip().splitlines() or ["no stderr"])[-1]
-            return out + [("P9.sampled_values", "runtime_failure", f"the reference on the sampled calls' inputs "
-                           f"did not run: {tail}", "the frozen reference runs", tail)]
+            return [(check, "runtime_failure", f"the reference on the sampled calls' inputs did not run: {tail}",
+                     "the frozen reference runs", tail)]
         figures = json.loads(answer.read_text(encoding="utf-8"))
-    for rows in figures.values():
-        for row in rows:
-            if row.get("meets") is not False and not row.get("problem"):
-                continue
+    out: list[Problem] = []
+    for row in (r for rows in figures.values() for r in rows):
+        if row.get("unrebuilt"):
+            out.append((check, "performance_evidence_invalid", f"{row['where']}: the fresh inputs of timed call "
+                        f"{row.get('call')} cannot be rebuilt from its record: {row['problem']}",
+                        "inputs rebuilt from the recorded seeds", row["problem"]))
+        elif row.get("meets") is False or row.get("problem"):
             got = row.get("problem") or f"matched {row.get('matched_ratio', 0):.4f} of {row.get('elements')}"
-            out.append(("P9.sampled_values", "cheating", f"{row['where']}: the values timed call {row.get('call')} "
-                        "returned fail the frozen precision gate against the reference on its own inputs",
+            out.append((check, "cheating", f"{row['where']}: the values timed call {row.get('call')} returned fail "
+                        "the frozen precision gate against the reference on the inputs it received",
                         f"matched >= {row.get('min_matched')}", got))
     return out
+
+
+def _kept_request(rec: dict[str, Any], where: str, case) -> dict[str, Any]:
+    arg = kept.compared_output(rec)
+    dtype = next((o.get("dtype") for o in rec.get("outputs", []) if o.get("arg") == arg), None) or case.dtype
+    request = {"where": where, "sampled": rec["sampled"], "arg": arg, "dtype": dtype}
+    return {**request, "fresh": rec["fresh"], "inputs": rec.get("inputs", [])} if rec.get("fresh") else request
+
+
+def remeasured_problems(op_dir: Path, man, note: dict[str, Any] | None, golden) -> list[Problem]:
+    """``P10.remeasured_values``: every timed call of the delivered code in the verifier's own re-measurement
+    that kept values (seed-42 attempts: as the rounds, a random call and the last; fresh-data attempts: every
+    timed call) meets the frozen gate against the reference on the inputs it received."""
+    if not note or note.get("status") != "run" or man.protocol.backend != "cpu":
+        return []
+    folder, requests, out = op_dir / note["path"], {}, []
+    for row in note.get("cases", []):
+        case_dir = folder / evidence.case_dir_name(row["case"])
+        for path in sorted(case_dir.glob(f"*/repeat_*/candidate/{attestation.ATTESTATION_JSON}")):
+            rec, where = json.loads(path.read_text(encoding="utf-8")), path.parent.relative_to(folder).as_posix()
+            fresh = path.relative_to(case_dir).parts[0].startswith("fresh_")
+            if fresh and not isinstance(rec.get("sampled"), dict):
+                out.append(("P10.remeasured_values", "performance_evidence_invalid", f"{where}: a fresh-data timed "
+                            "call kept no output values", "every fresh-data timed call keeps values", "none kept"))
+            elif isinstance(rec.get("sampled"), dict) and (fresh or not golden or tuple(attestation.input_key(rec))
+                                                           == tuple(golden.get(row["case"]) or ())):
+                requests.setdefault(row["case"], []).append(_kept_request(rec, where, man.case(row["case"])))
+    return out + _judged(op_dir, requests, "P10.remeasured_values")
 
 
 def _fastest(samples) -> float | None:

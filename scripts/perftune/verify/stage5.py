@@ -33,9 +33,11 @@ from ..measure import correctness, evidence
 from .. import fsio
 from ..contract import manifest, protocol, schemas
 from ..errors import ContractError, PerftuneError
-from . import beyond_p0, capture_window, cited_evidence, contract_history, plausibility, provenance, remeasure
+from . import beyond_p0, capture_window, cited_evidence, contract_history, final_attempts, plausibility, provenance
+from . import remeasure
 from . import resimulate, sampled_values, sim_launch, stage4 as stage4_mod, timed_calls
 from .checks import Finding, finding, findings
+from . import verdict as verdict_mod
 from .verdict import SUGGESTED_ACTION, Stage5Result, exit_code, render_text  # noqa: F401 (the CLI's names)
 from . import soundness as sound
 from . import stage5_evidence as ev, terminal_model
@@ -57,6 +59,7 @@ class Context:
     selection_mode: str
     rerun_tests: bool = True
     remeasure: bool | None = None          # None: on for the cpu backend, off for msprof
+    replay: dict[str, Any] | None = None   # a cited P10 note: re-derived from its archive (verify/rederive.py)
     inputs: dict[str, dict[str, Any]] = field(default_factory=dict)
     notes: dict[str, Any] = field(default_factory=dict)
 
@@ -120,6 +123,7 @@ def gate_p1(ctx: Context) -> list[Finding]:
                 out.append(finding("P1.citations", "performance_evidence_invalid", problem, (cited,)))
         out += findings("P1.cited_evidence", cited_evidence.report_problems(ctx.op_dir, [c.rstrip(".,:;") for c in raw]),
                         category="performance_evidence_invalid")
+        out += findings("P1.report_rendering", ev.report_rendering_problems(ctx.op_dir))
     return out
 
 
@@ -169,6 +173,8 @@ def gate_p3(ctx: Context) -> list[Finding]:
                            actual=f"sha256 {final.executable_sha256[:12]}"))
     out += findings("P3.reused_samples", ev.reused_samples(base, final), category=bad)
     problems, ctx.notes["provenance"] = provenance.p3_problems(ctx.op_dir, base, final)
+    ctx.notes["provenance"]["final_attempts"] = final_attempts.note(   # every attempt counts (stated, not a FAIL)
+        ctx.op_dir, _guard(ctx, "manifest", "stage5_contract_blocked"), perf, base, final)
     return out + findings("P3.history_chain", [(cat, msg, check, exp, act) for check, cat, msg, exp, act in problems])
 
 
@@ -241,8 +247,10 @@ def gate_p7(ctx: Context) -> list[Finding]:
            + findings("P7.selection", ev.selection_problems(ctx.op_dir, ctx.delivered_sha), category=cat))
     led = ctx.op_dir / protocol.PERF_DIR / protocol.LEDGER_NAME
     if led.is_file():  # the ledger cannot lie: every item's decision recomputed by the frozen rule
-        out += findings("P7.item_decision", item_decision.decision_problems(ctx.op_dir, fsio.read_json(
-            led, what="ledger")), category=cat)
+        obj = fsio.read_json(led, what="ledger")
+        out += findings("P7.item_decision", item_decision.decision_problems(ctx.op_dir, obj), category=cat)
+        out += findings("P7.judged_code", [(cat, msg, "P7.judged_code", want, got) for _item, msg, want, got
+                                           in item_decision.judged_problems(ctx.op_dir, obj)])
     return out
 
 
@@ -301,26 +309,35 @@ def gate_p10(ctx: Context) -> list[Finding]:
     ctx.notes["plausibility"] = block = plausibility.assess(ctx.op_dir, perf, man.target_case_ids)
     exact = resimulate.applies(man.protocol.backend)   # pypto-sim: re-simulate, identical cycles
     default = man.protocol.backend == "cpu" or exact
-    if not (ctx.remeasure if ctx.remeasure is not None else default):
+    if ctx.replay is not None:   # a consumer re-derives the verdict (verify/rederive.py): nothing measured
+        if ctx.replay.get("status") != "run":
+            ctx.notes["remeasure"] = ctx.replay
+            return arm_findings(man, base, final, None)
+        problems, note = (resimulate.replay(ctx.op_dir, ctx.replay) if exact else
+                          remeasure.replay(ctx.op_dir, man, perf, ctx.replay))
+    elif not (ctx.remeasure if ctx.remeasure is not None else default):
         ctx.notes["remeasure"] = {"status": "not_run", "default": "on" if default else "off", "reason": (
             "switched off by --no-remeasure" if default else "msprof: runs only with --remeasure, on the card")
             + "; complete_stage 5 accepts only a check that re-measured"}
         return arm_findings(man, base, final, None)
-    problems, note = (resimulate.run(ctx.op_dir, man, base, final) if exact else
-                      remeasure.run(ctx.op_dir, man, perf, base, final, force_fresh=set(block["implausible"])))
+    else:
+        problems, note = (resimulate.run(ctx.op_dir, man, base, final) if exact else
+                          remeasure.run(ctx.op_dir, man, perf, base, final, force_fresh=set(block["implausible"])))
     ctx.notes["remeasure"] = note
     where = (note.get("path", ""),)
     rows = {row["case"]: row for row in note.get("cases", [])}
     out = []
     for problem in problems:   # a pair gets its check from its category, figures from the note
         check = "P10.resimulated" if exact else P10_CHECKS.get(problem[0], "P10.reproduced")
-        out += findings(check, [problem if len(problem) > 2 else problem + remeasure_figures(check, problem[1], rows)],
+        out += findings(check, [problem if len(problem) > 2 else problem + remeasure.figures(check, problem[1], rows)],
                         where)
     out += arm_findings(man, base, final, note)
     golden = ctx.notes.get("golden_inputs") or {}
+    out += findings("P10.remeasured_values", [(cat, msg, check, want, got) for check, cat, msg, want, got in
+                                              sampled_values.remeasured_problems(ctx.op_dir, man, note, golden)], where)
     for row in note.get("cases", []):
         expected = [[list(s), d, h] for s, d, h in golden.get(row["case"], [])]
-        if golden and [json_rows(k) for k in row["inputs"]] != [json_rows(expected)]:
+        if golden and [remeasure.json_rows(k) for k in row["inputs"]] != [remeasure.json_rows(expected)]:
             out.append(finding("P10.remeasured_inputs", "cheating", f"case {row['case']}: the re-measured call "
                                "received other inputs than the golden factory's seed-42 inputs", where,
                                actual=f"{len(row['inputs'])} input set(s), not the rebuilt one"))
@@ -330,25 +347,6 @@ def gate_p10(ctx: Context) -> list[Finding]:
 def arm_findings(man, base, final, note) -> list[Finding]:
     return findings("P10.baseline_arm", [(cat, msg, check, want, got) for check, cat, msg, want, got in
                                          sampled_values.baseline_arm_problems(man, base, final, note)])
-
-
-def remeasure_figures(check: str, message: str, rows: dict[str, dict]) -> tuple:
-    """``(check, expected, actual)`` of a re-measurement problem, from the note's figures of its case."""
-    row = next((r for case, r in rows.items() if message.startswith(f"case {case}:")), None)
-    if row is None:
-        return (check, None, None)
-    if check == "P10.wrapper_share" and (gap := row.get("gap") or {}).get("moved_us") is not None:
-        limit = max(remeasure.GAP_SHARE * gap["final_op_us"], remeasure.GAP_FLOOR_US)
-        return (check, f"gap growth <= {limit:.1f} us", f"gap growth {gap['moved_us']:.1f} us")
-    last = (row.get("attempts") or [{}])[-1]
-    if check == "P10.reproduced" and last.get("speedup") is not None and row.get("delivered_speedup") is not None:
-        return (check, f"delivered speed-up {row['delivered_speedup']:.3f} reproduced",
-                f"re-measured {last['speedup']:.3f} CI {last.get('speedup_ci')}")
-    return (check, None, None)
-
-
-def json_rows(key) -> str:
-    return json.dumps(key, sort_keys=True)
 
 
 GATES: tuple[tuple[str, str, Callable[[Context], list[Finding]]], ...] = (
@@ -417,12 +415,14 @@ def _input_rows(op_dir: Path) -> tuple[list[dict[str, Any]], list[Finding]]:
 
 
 def check(op_dir: str | Path, target_case_ids: list[str], selection_mode: str, *,
-          rerun_tests: bool = True, remeasure: bool | None = None) -> Stage5Result:
-    """Run the Stage 4 static gates, IN and P1-P10 on ``op_dir``; never modifies deliverables."""
+          rerun_tests: bool = True, remeasure: bool | None = None, replay: dict[str, Any] | None = None
+          ) -> Stage5Result:
+    """Run the Stage 4 static gates, IN and P1-P10 on ``op_dir``; never modifies deliverables. ``replay``: the
+    P10 note of an earlier verdict, re-derived from its archive instead of measuring (``verify/rederive.py``)."""
     root = Path(op_dir)
     if not root.is_dir():
         raise ContractError(root, "--op-dir", "is not a directory", "pass the custom/<op> directory")
-    ctx = Context(root, tuple(target_case_ids), selection_mode, rerun_tests, remeasure)
+    ctx = Context(root, tuple(target_case_ids), selection_mode, rerun_tests, remeasure, replay=replay)
     delivery = stage4_mod.read_delivery(root)
     # Stage 4's import probe is a process of its own (importing pypto takes seconds): it runs beside
     # the gates P1-P9 and has ended before P10 times anything
@@ -437,7 +437,7 @@ def check(op_dir: str | Path, target_case_ids: list[str], selection_mode: str, *
         delivered = ctx.delivered_sha
     except PerftuneError:
         delivered = None
-    inputs = {**{f"stage4:{k}": v for k, v in stage4.inputs.items()}, **ctx.inputs}
+    inputs = {**{f"stage4:{k}": v for k, v in stage4.inputs.items()}, **ctx.inputs, **verdict_mod.judged_files(root)}
     return Stage5Result(root.resolve().name, {"case_ids": list(target_case_ids), "selection_mode": selection_mode},
                         stage4, rows + p_rows, findings + p_findings, inputs,
                         ctx.notes.get("target_status") or {}, delivered, ctx.notes.get("remeasure"),

@@ -19,7 +19,7 @@ from ..contract import golden
 from ..contract import manifest as manifest_mod
 from ..contract import protocol, schemas
 from ..errors import ContractError, PerftuneError
-from ..report import formal
+from ..report import final_report, formal
 from ..terminal import profiler
 
 TERMINAL_NAME = "terminal_evidence.json"
@@ -117,6 +117,31 @@ def rendering_problems(op_dir: Path, recomputed: dict) -> list[str]:
         if path.is_file() and not path.is_symlink() and path.read_text(encoding="utf-8", errors="replace") != expected:
             out.append(f"{name} is not the rendering of the compare recomputed from raw samples (edited by hand?)")
     return out
+
+
+REPORT_TAIL = "## 7. Evidence paths"   # the evidence list grows with the verifier's own files: not compared
+
+
+def report_rendering_problems(op_dir: Path) -> list[tuple]:
+    """``P1.report_rendering``: PERFORMANCE_REPORT.md, up to its evidence list, is what ``perf_report.py``
+    renders from the evidence now (its numbers, the ledger's items and notes, the selection, the terminal
+    evidence): a report edited by hand, or rendered before the evidence changed."""
+    path = op_dir / protocol.PERFORMANCE_REPORT_MD
+    if not path.is_file() or path.is_symlink():
+        return []   # P1.files
+    try:
+        expected = final_report.rendered(op_dir).split(REPORT_TAIL)[0].splitlines()
+    except PerftuneError as exc:
+        return [("performance_evidence_invalid", f"{protocol.PERFORMANCE_REPORT_MD} cannot be rendered from the "
+                 f"evidence: {exc.line()}", "P1.report_rendering", "a rendering of the evidence", exc.line())]
+    actual = path.read_text(encoding="utf-8", errors="replace").split(REPORT_TAIL)[0].splitlines()
+    if actual == expected:
+        return []
+    line = next((i for i, (a, b) in enumerate(zip(actual, expected)) if a != b), min(len(actual), len(expected)))
+    shown = lambda rows: rows[line][:100] if line < len(rows) else "(end of section)"   # noqa: E731
+    return [("performance_evidence_invalid", f"{protocol.PERFORMANCE_REPORT_MD} is not the rendering of the evidence "
+             f"from line {line + 1} (edited by hand, or rendered before the evidence changed: re-run perf_report.py)",
+             "P1.report_rendering", shown(expected), shown(actual))]
 
 
 def json_differences(claimed: Any, actual: Any, path: str = "$") -> list[str]:

@@ -29,6 +29,10 @@ missing harness record (``performance_evidence_invalid``: re-collect with this c
   for writing outside the round's evidence folder (``harness.file_writes``: a replay file of any size).
 - ``P9.patched_library``: the operator's module replaced a numpy/math/time/builtins/torch attribute
   (e.g. slowing the paired baseline arm, or faking a library routine).
+- ``P9.process_settings``: during a timed call the process's CPU affinity, scheduling class or
+  priority, nice or a thread-pool variable differed from what the runner set before the operator's
+  import (``harness.process_changed``): the operator's code changed the harness's process (both arms
+  run in it). Threads the op uses during the call stay legal (docs/cpu-backend.md).
 - ``P9.reference_call``: during the correctness probe's call the op called a function of the frozen
   reference's or the golden module's files (the frozen oracle). A library function named like the
   operation is not a finding (on cpu a numpy or scipy primitive is the implementation); work that is
@@ -134,6 +138,10 @@ def harness_problems(where: str, record: dict[str, Any], duration_us: float | No
     if harness.get("patched"):
         out.append(("P9.patched_library", "cheating", f"{where}: the operator's code replaced library attributes "
                     f"{harness['patched'][:5]}", "numpy/math/time/builtins untouched", ", ".join(harness["patched"][:5])))
+    if harness.get("process_changed"):
+        out.append(("P9.process_settings", "cheating", f"{where}: the operator's code changed the measured process's "
+                    f"settings: {'; '.join(harness['process_changed'][:3])}", "the runner's affinity, scheduling "
+                    "class, nice and thread-pool variables", "; ".join(harness["process_changed"][:3])))
     if harness.get("outputs_at_end") is not None and harness["outputs_at_end"] != [d for _, d in _digests(record)]:
         out.append(("P9.deferred_output", "cheating", f"{where}: the output changed after the timed call returned "
                     "(work finished outside the timed region)", "output complete at return", "changed later"))

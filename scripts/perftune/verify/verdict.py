@@ -7,9 +7,14 @@ finding with its check id, category, message, expected and actual, and the evide
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from ..errors import primary_category
+from .. import fsio
+from ..contract import protocol
+from ..errors import PerftuneError, primary_category
+from ..measure import evidence
+from . import final_attempts
 from .checks import Finding
 from .plausibility import render as render_plausibility
 
@@ -72,7 +77,7 @@ def render_text(result: Stage5Result, evidence_path: str) -> str:
         origin = (result.provenance or {}).get("baseline_origin", "verified")
         return (f"Stage 5 verification PASSED.\nAll {len(result.gates)} checks passed.\n" + ("" if origin == "verified"
                 else f"Baseline origin {origin}: {result.provenance['reason']}\n") + render_plausibility(result.plausibility)
-                + beyond_lines(result.beyond_p0)
+                + beyond_lines(result.beyond_p0) + figure_lines(result.remeasure) + final_attempts.lines(result.provenance)
                 + f"Evidence: {evidence_path}\n")
     lines = ["Stage 5 verification FAILED.", f"Failed checks: {failed_checks(result)}",
              f"failure_category: {result.primary}", f"all categories: {', '.join(result.categories)}", "Evidence:"]
@@ -80,7 +85,8 @@ def render_text(result: Stage5Result, evidence_path: str) -> str:
         lines.append(f"  [{f.check}] {f.category}: {f.message}")
         lines.append(f"      expected: {f.expected}; actual: {f.actual}")
         lines += [f"      {e}" for e in f.evidence[:5]]
-    lines += render_plausibility(result.plausibility).splitlines()
+    lines += render_plausibility(result.plausibility).splitlines() + figure_lines(result.remeasure).splitlines()
+    lines += final_attempts.lines(result.provenance).splitlines()
     lines.append(f"Suggested action: {SUGGESTED_ACTION.get(result.primary, 'fix the failed checks and re-run')}")
     lines.append(f"Machine verdict: {evidence_path}")
     return "\n".join(lines) + "\n"
@@ -102,6 +108,14 @@ def failed_checks(result: Stage5Result) -> str:
     return "; ".join(parts)
 
 
+def figure_lines(note: dict[str, Any] | None) -> str:
+    """The speed-up that holds where the delivered one lies outside every re-measured CI (P10, two-sided)."""
+    rows = [r for r in (note or {}).get("cases", []) if (r.get("figure") or {}).get("holds") == "re-measured"]
+    return "".join(f"Figure that holds (P10): case {r['case']}: re-measured {r['figure']['re_measured']:.3f} CI "
+                   f"{r['figure']['ci']}, not the delivered {r['figure']['delivered']:.3f} (outside every re-measured CI)\n"
+                   for r in rows if r["figure"]["re_measured"] is not None and r["figure"]["delivered"] is not None)
+
+
 def beyond_lines(note: dict[str, Any] | None) -> str:
     """The beyond-P0 checks' disclosed limits and unverified parts (a PASS still names them)."""
     note = note or {}
@@ -109,3 +123,19 @@ def beyond_lines(note: dict[str, Any] | None) -> str:
     if (note.get("support_shapes") or {}).get("status") == "unverified":
         lines.append(f"Support shapes unverified: {note['support_shapes']['reason']}")
     return "".join(line + "\n" for line in lines)
+
+
+JUDGED = (protocol.PERFORMANCE_REPORT_MD, protocol.PERFORMANCE_LOG, protocol.PERF_REPORT_MD,
+          *(f"{protocol.PERF_DIR}/{name}" for name in (protocol.LEDGER_NAME, protocol.CANDIDATES_NAME,
+                                                       protocol.SELECTION_NAME, "confirm.json", "terminal_evidence.json")))
+
+
+def judged_files(root: Path) -> dict[str, dict[str, Any]]:
+    """Records of the deliverables and sources the verdict judged (``stage5_check.json`` ``inputs``): an edit
+    after the check shows as a record that no longer matches (``verify/rederive.py``, the Stage 5 gate)."""
+    names = [n for n in JUDGED if (root / n).is_file() and not (root / n).is_symlink()]
+    try:
+        names += [fsio.display_path(p, root) for p in evidence.source_files(root)]
+    except PerftuneError:
+        pass   # P3 reports the missing runner
+    return {f"judged:{name}": fsio.file_record(root / name, root) for name in names}

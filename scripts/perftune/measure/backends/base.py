@@ -99,6 +99,7 @@ def device_env(device_id: int, base_env: Mapping[str, str] | None = None) -> dic
     return env
 
 
+CHANNEL = "harness_input.json"   # a launch's settings beside the runner's --output, read and unlinked by it
 BLAS_THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
 

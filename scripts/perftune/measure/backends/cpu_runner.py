@@ -12,7 +12,7 @@ before the operator's module is imported; each call also records the harness gua
 (timer identity, threads and children, other threads' CPU time, patched library attributes, the
 output digests once the test returned) under ``harness`` in its attestation; a random timed call and
 the last one of each process and arm also keep output values (``sampled``, ``measure/sampled_values.py``;
-not under ``--fresh-seed``). Every test call must call
+every timed call on fresh data). Every test call must call
 the op exactly once (0 or >=2 calls fails, the cpu twin of msprof's "exactly one matching row").
 Inputs are built by the test outside the op call, so they are never timed.
 
@@ -23,16 +23,23 @@ carries exactly one ``PYPTO_PERF_SELECTED_CASE=<id>`` line. Unknown case id: exi
 usage:
   python -m perftune.measure.backends.cpu_runner --op-dir DIR --runner FILE --manifest FILE --case-id ID
       --op-name NAME --warmup N --repeats N --output FILE [--mode time|profile]
-      [--paired-runner FILE --first-repeat N] [--fresh-seed N]
+      [--paired-runner FILE --first-repeat N]
 
-``--fresh-seed N`` (the verifier's P10): every op call is timed on new data of the same shapes drawn
-with seed N + the call's index (``measure/fresh_data.py``), then made again untimed on the test's own
-arguments, so the test's check still passes and a kernel cannot have seen the timed data.
+Fresh data (the verifier's P10) never shows in the command line or the environment: the parent writes
+``{"fresh_seed": N or null}`` to :data:`CHANNEL` beside ``--output`` for every launch, rounds and the
+verifier's runs alike, and the runner reads and unlinks it before the operator's module is imported
+(:func:`read_channel`). With a seed, every op call is timed on new data of the same shapes drawn with
+seed N + the call's index (``measure/fresh_data.py``), then made again untimed on the test's own
+arguments, so the test's check still passes and a kernel cannot have seen the timed data; each fresh
+timed call keeps its output values and records ``fresh`` (per argument: the digest of the test's
+value and the seed of its new data), so the verifier rebuilds the inputs it received and checks
+its values against the frozen reference (``P10.remeasured_values``).
 """
 
 from __future__ import annotations
 
 import gc
+import json
 import sys
 from pathlib import Path
 
@@ -45,7 +52,20 @@ from ...argv import parser_from_doc
 from ...errors import CheckFailed, ContractError, run_cli
 from ...contract.manifest import load_manifest
 from .. import attestation, fresh_data, sampled_values
+from .base import CHANNEL
 from .case_adapter import case_function, known_case, load_runner_module, seed_all
+
+def read_channel(output: Path) -> dict:
+    """The parent's launch settings (``fresh_seed``) beside ``--output``, read and unlinked before the
+    operator's import ({} when the launcher wrote none, e.g. a runner started by hand)."""
+    path = output.parent / CHANNEL
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError:
+        return {}
+    path.unlink()
+    obj = json.loads(text)
+    return obj if isinstance(obj, dict) else {}
 
 
 class TimingShim:
@@ -73,12 +93,15 @@ class TimingShim:
         it untimed on the test's own arguments so the test still checks what it built."""
         seed = self.fresh_seed + self.drawn
         self.drawn += 1
-        self._timed(tuple(fresh_data.fresh_like(a, seed + i) for i, a in enumerate(args)),
-                    {k: fresh_data.fresh_like(v, seed + 1000 + i) for i, (k, v) in enumerate(sorted(kwargs.items()))},
-                    caller)
+        seeds = {str(i): seed + i for i in range(len(args))}
+        seeds.update({k: seed + 1000 + i for i, k in enumerate(sorted(kwargs))})
+        origin = [{"arg": d["arg"], "from": d["sha256"], "seed": seeds[d["arg"]]}
+                  for d in attestation.before(args, kwargs) if d.get("kind") == "tensor"]
+        self._timed(tuple(fresh_data.fresh_like(a, seeds[str(i)]) for i, a in enumerate(args)),
+                    {k: fresh_data.fresh_like(v, seeds[k]) for k, v in kwargs.items()}, caller, origin)
         return self.target(*args, **kwargs)
 
-    def _timed(self, args: tuple, kwargs: dict, caller: str):
+    def _timed(self, args: tuple, kwargs: dict, caller: str, origin: list | None = None):
         pre = attestation.before(args, kwargs)  # outside the timed region
         guard = harness_guard.CallGuard(self.libraries)
         clock = harness_guard.CLOCK_NS
@@ -96,8 +119,10 @@ class TimingShim:
         self.calls += 1
         self.durations_ns.append(stop - start)
         record = attestation.after(pre, args, kwargs, result, caller)
-        if self.keeping and self.fresh_seed is None:   # outside the timed region (measure/sampled_values.py)
+        if self.keeping:   # outside the timed region (measure/sampled_values.py)
             record["sampled"] = sampled_values.keep(record, args, kwargs, result, *self.keeping)
+        if origin is not None:
+            record["fresh"] = {"args": origin}
         if sim is not None:
             record["sim"] = sim.record()
         self.attestations.append(record)
@@ -124,8 +149,10 @@ def _shim(module, op_name: str, source: str, libraries: dict[str, int] | None = 
 
 
 def _keep(shim: TimingShim, warmup: int, repeats: int) -> None:
-    """Draw the timed calls whose values ``shim`` keeps (after the operator's import: unpredictable)."""
-    shim.keep_at = {warmup + n - 1 for n in sampled_values.draw(repeats)}
+    """Draw the timed calls whose values ``shim`` keeps (after the operator's import: unpredictable);
+    on fresh data every timed call keeps them."""
+    kept = range(1, repeats + 1) if shim.fresh_seed is not None else sampled_values.draw(repeats)
+    shim.keep_at = {warmup + n - 1 for n in kept}
     shim.sampled_of = (warmup, repeats)
 
 
@@ -233,14 +260,14 @@ def main(argv=None) -> int:
     parser.add_argument("--paired-runner", help="saved baseline runner, interleaved per repeat (time mode)")
     parser.add_argument("--first-repeat", type=int, default=0,
                         help="round-wide index (from 0) of this process's first repeat (paired arm order)")
-    parser.add_argument("--fresh-seed", type=int, help="time the op on new data drawn from this seed "
-                        "(stage5_check P10), the test's own data passed untimed")
     args = parser.parse_args(argv)
-    fresh_seed = None if args.fresh_seed is None else args.fresh_seed + 1000 * args.first_repeat
+    seed = read_channel(Path(args.output)).get("fresh_seed")   # before anything of the operator runs
+    fresh_seed = None if seed is None else int(seed) + 1000 * args.first_repeat
     manifest = load_manifest(args.manifest, check_schema=False)  # the parent validated it
     known_case(manifest, args.case_id, args.manifest)
     op_dir, runner = Path(args.op_dir).resolve(), Path(args.runner).resolve()
     libraries = harness_guard.preload()  # before the operator's import: what it may not replace
+    harness_guard.own_process()           # the process settings both arms run under (docs/cpu-backend.md)
     harness_guard.EVIDENCE_ROOT[:] = [str(Path(args.output).resolve().parents[1])]   # the round's case folder
     module = load_runner_module(runner, op_dir)
     function = case_function(module, manifest, args.case_id, args.manifest)

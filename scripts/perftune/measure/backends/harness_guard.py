@@ -24,6 +24,13 @@ interpreter's own functions, never to anything the operator's code installs. Per
   were right after numpy's first import, before the operator's module saw it; ``math``, ``time``,
   ``builtins``, ``torch``) that are no longer the objects they were before the operator's import
   (a module that slows the baseline arm or fakes a library routine by patching numpy).
+- ``process_changed``: the process settings the runner owns (:func:`process_settings`: CPU affinity,
+  scheduling class and priority, nice of every native thread; the thread-pool variables
+  :data:`THREAD_VARS`) that differ, before or right after the call, from what the runner set before
+  the operator's import (:func:`own_process`): a kernel that pins CPUs, raises its scheduling class or
+  resizes thread pools at import (docs/cpu-backend.md, "The process is the harness's");
+- ``thread_cpu_us``: the calling thread's CPU time during the call (``time.thread_time_ns``), a
+  lower bound of the call's wall time for a kernel that computes on that thread (P10's time floor).
 
 The verifier reads these records from ``attestation.json`` (``verify/timed_calls.py``).
 """
@@ -59,6 +66,50 @@ def _audit(event: str, args: tuple) -> None:
 
 
 sys.addaudithook(_audit)
+THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS",
+               "VECLIB_MAXIMUM_THREADS", "NUMBA_NUM_THREADS")
+_POLICIES = {getattr(os, n): n for n in ("SCHED_OTHER", "SCHED_BATCH", "SCHED_IDLE", "SCHED_FIFO", "SCHED_RR")
+             if hasattr(os, n)}
+OWNED: dict[str, Any] = {}             # the runner's settings (own_process), the reference of every call
+
+
+def process_settings() -> dict[str, Any]:
+    """Per setting, the distinct values over this process's native threads; the thread-pool variables."""
+    try:
+        tids = [int(t) for t in os.listdir("/proc/self/task")]
+    except OSError:
+        tids = [0]
+    affinity, scheduling, nice = set(), set(), set()
+    for tid in tids:
+        try:
+            affinity.add(",".join(map(str, sorted(os.sched_getaffinity(tid)))))
+            policy = os.sched_getscheduler(tid)
+            scheduling.add(f"{_POLICIES.get(policy, policy)}:{os.sched_getparam(tid).sched_priority}")
+            nice.add(str(os.getpriority(os.PRIO_PROCESS, tid)))
+        except (OSError, AttributeError):
+            continue   # the thread ended meanwhile, or no such call on this platform
+    return {"affinity": sorted(affinity), "scheduling": sorted(scheduling), "nice": sorted(nice),
+            **{name: os.environ.get(name) for name in THREAD_VARS}}
+
+
+def own_process() -> dict[str, Any]:
+    """Before the operator's import: the normal scheduling class (SCHED_OTHER, priority 0) for the
+    runner, the affinity and nice it inherited; records them as :data:`OWNED` (both arms share them)."""
+    try:
+        os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+    except (OSError, AttributeError):
+        pass   # not permitted or not Linux: the inherited class is recorded as it is
+    OWNED.clear()
+    OWNED.update(process_settings())
+    return dict(OWNED)
+
+
+def process_changes() -> list[str]:
+    """``setting owned -> now`` for every setting that differs from :data:`OWNED` (none before own_process)."""
+    if not OWNED:
+        return []
+    now = process_settings()
+    return [f"{key} {OWNED[key]} -> {now.get(key)}" for key in sorted(OWNED) if now.get(key) != OWNED[key]]
 _LIBRARIES = ("numpy", "numpy.linalg", "numpy.fft", "numpy.random", "math", "time", "builtins", "torch")
 
 
@@ -178,6 +229,7 @@ class CallGuard:
         self.io0 = io_bytes()
         self.cpu0, self.thread0 = _process_cpu_ns(), _THREAD_NS()
         self.writes: list[str] = []
+        self.changed = process_changes()
         _WATCH[:] = [self.writes]   # last: the guard's own reads above are not the call's
 
     def returned(self) -> None:
@@ -187,6 +239,7 @@ class CallGuard:
         self.io = {"read": io1[0] - self.io0[0], "written": io1[1] - self.io0[1]}
         self.threads.append(native_threads())
         self.children.append(children())
+        self.changed = sorted(set(self.changed) | set(process_changes()))
 
     def finished(self, outputs_at_end: list[str | None]) -> dict[str, Any]:
         """The record once the test function returned (``outputs_at_end``: output digests then)."""
@@ -197,5 +250,6 @@ class CallGuard:
         return {"timer_intact": timer_intact(), "threads": self.threads, "children": self.children,
                 "other_cpu_us": round(max(during, 0) / 1000, 3), "other_cpu_after_us": round(max(after, 0) / 1000, 3),
                 "patched": patched(self.libraries)[:20], "outputs_at_end": outputs_at_end, "io_bytes": self.io,
-                "file_writes": sorted(set(self.writes))[:10]}
+                "file_writes": sorted(set(self.writes))[:10], "process_changed": self.changed[:10],
+                "thread_cpu_us": round((self.thread1 - self.thread0) / 1000, 3)}
 
