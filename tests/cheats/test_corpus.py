@@ -78,3 +78,16 @@ def test_a_failure_the_baseline_shares_is_a_disclosed_limit_and_no_support_range
     assert "no support range" in note["support_shapes"]["reason"]
     assert [limit.split(":")[0] for limit in note["limits"]] == [f"case {pipeline.CASE}"]
     assert "tail" in note["limits"][0] and note["cases"][0]["tail"]["meets_frozen_gate"] is False
+
+
+def test_a_baseline_whose_probe_cannot_run_is_no_evidence_of_a_shared_limit(tmp_path):
+    """issue 35 item 10: Stage 4's kernel ends its process on the tail inputs (kernels/stage4_exits_on_tails.py),
+    the delivered code fails them: the baseline produced no figure, so the failure is neither a disclosed limit
+    (nothing shows the baseline shares it) nor ``cheating`` (nor that it does not) -- the check fails closed."""
+    op = pipeline.small_softmax(tmp_path)
+    pipeline.deliver(op, {"before_stage4": [{"kernel": "stage4_exits_on_tails"}]}, experiment="dropped_stabilisation")
+    code, found = pipeline.check(op, remeasure=False)
+    assert (code, found["verdict"]) == (1, "FAIL"), found["failures"]
+    assert [(f["check"], f["category"], f["actual"]) for f in found["failures"]] == [
+        ("P9.tail_inputs", "runtime_failure", "probe runner exited 70: no stderr")]
+    assert found["beyond_p0"]["limits"] == [] and found["beyond_p0"]["cases"][0]["tail"]["meets_frozen_gate"] is False
