@@ -301,13 +301,16 @@ def gate_p10(ctx: Context) -> list[Finding]:
     ctx.notes["plausibility"] = block = plausibility.assess(ctx.op_dir, perf, man.target_case_ids)
     exact = resimulate.applies(man.protocol.backend)   # pypto-sim: re-simulate, identical cycles
     default = man.protocol.backend == "cpu" or exact
-    if not (ctx.remeasure if ctx.remeasure is not None else default):
+    on = ctx.remeasure if ctx.remeasure is not None else default
+    plausibility.follow_up(block, man.protocol.backend, on)   # the message says what runs
+    if not on:
         ctx.notes["remeasure"] = {"status": "not_run", "default": "on" if default else "off", "reason": (
             "switched off by --no-remeasure" if default else "msprof: runs only with --remeasure, on the card")
             + "; complete_stage 5 accepts only a check that re-measured"}
         return arm_findings(man, base, final, None)
-    problems, note = (resimulate.run(ctx.op_dir, man, base, final) if exact else
-                      remeasure.run(ctx.op_dir, man, perf, base, final, force_fresh=set(block["implausible"])))
+    forced = set(block["implausible"])   # P10.plausibility: the fresh-data run on every implausible case
+    problems, note = (resimulate.run(ctx.op_dir, man, base, final, force_fresh=forced) if exact else
+                      remeasure.run(ctx.op_dir, man, perf, base, final, force_fresh=forced))
     ctx.notes["remeasure"] = note
     where = (note.get("path", ""),)
     rows = {row["case"]: row for row in note.get("cases", [])}

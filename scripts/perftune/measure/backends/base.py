@@ -67,11 +67,16 @@ class RunSpec:
     manifest_path: Path | None = None
     timeout_s: float = DEFAULT_TIMEOUT_S
     processes: int = 1  # fresh processes a case's repeats are spread over (frozen protocol.processes)
-    fresh_seed: int | None = None  # cpu: time the op on new data from this seed (stage5_check P10)
+    fresh_seed: int | None = None  # cpu, pypto-sim: time the op on new data from this seed (stage5_check P10)
 
     @property
     def manifest_file(self) -> Path:
         return self.manifest_path or self.op_dir / protocol.MANIFEST_NAME
+
+
+def fresh_args(spec: RunSpec) -> list[str]:
+    """The ``cpu_runner`` arguments that time the op on fresh data (``RunSpec.fresh_seed``; cpu and pypto-sim)."""
+    return [] if spec.fresh_seed is None else ["--fresh-seed", str(spec.fresh_seed)]
 
 
 @dataclass(frozen=True)

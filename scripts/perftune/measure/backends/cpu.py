@@ -27,7 +27,7 @@ from ...errors import CheckFailed, ContractError, EnvError
 from ...contract import protocol
 from ...contract.manifest import Case
 from ..attestation import ATTESTATION_JSON
-from .base import Backend, RepeatResult, RunSpec, marker_lines, repeat_dir_name, run_logged, runner_env, write_evidence_status
+from .base import Backend, RepeatResult, RunSpec, fresh_args, marker_lines, repeat_dir_name, run_logged, runner_env, write_evidence_status
 
 SAMPLES_CSV = "samples.csv"
 COLUMNS = ("repeat", "case_id", "op_name", "duration_us", "calls", "process", "format_version")
@@ -54,9 +54,7 @@ class CpuBackend(Backend):
                 "--mode", mode, "--output", str(output)]
         if paired_runner:
             argv += ["--paired-runner", str(paired_runner), "--first-repeat", str(first_repeat)]
-        if spec.fresh_seed is not None:
-            argv += ["--fresh-seed", str(spec.fresh_seed)]
-        return argv
+        return argv + fresh_args(spec)
 
     def _launch(self, spec: RunSpec, case: Case, log_path: Path, *, mode: str, warmup: int,
                 repeats: int, paired_runner: Path | None = None, first_repeat: int = 0) -> tuple[dict[str, Any], str]:
