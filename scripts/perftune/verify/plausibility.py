@@ -15,8 +15,8 @@ compare; a FAIL on it would fail honest work on noise. Instead it is reported (`
 ``plausibility``, the text verdict) and makes the stricter checks run on the case: the fresh-data
 re-measurement (``P10.fresh_data``) runs even below its speed-up filter (cpu: a paired collection;
 pypto-sim: one re-simulated launch per code on fresh data, ``verify/resimulate.py``); where P10 has no
-fresh-data run (msprof) or does not run, the block and the text verdict say so (:func:`follow_up`). What FAILs is what those
-checks find (``P9.sampled_values``, ``P10.baseline_arm``, ``P8.below_floor``, ``P10.fresh_data``).
+fresh-data run (msprof) or does not run, the block and the text verdict say so (:func:`follow_up`).
+What FAILs is what those checks find (``P9.sampled_values``, ``P10.baseline_arm``, ``P8.below_floor``, ``P10.fresh_data``).
 """
 
 from __future__ import annotations

@@ -34,7 +34,7 @@ from .. import fsio
 from ..contract import manifest, protocol, schemas
 from ..errors import ContractError, PerftuneError
 from . import beyond_p0, capture_window, cited_evidence, contract_history, plausibility, provenance, remeasure
-from . import resimulate, sampled_values, sim_launch, stage4 as stage4_mod, timed_calls
+from . import baseline_arm, resimulate, sampled_values, sim_launch, stage4 as stage4_mod, timed_calls
 from .checks import Finding, finding, findings
 from .verdict import SUGGESTED_ACTION, Stage5Result, exit_code, render_text  # noqa: F401 (the CLI's names)
 from . import soundness as sound
@@ -332,7 +332,7 @@ def gate_p10(ctx: Context) -> list[Finding]:
 
 def arm_findings(man, base, final, note) -> list[Finding]:
     return findings("P10.baseline_arm", [(cat, msg, check, want, got) for check, cat, msg, want, got in
-                                         sampled_values.baseline_arm_problems(man, base, final, note)])
+                                         baseline_arm.problems(man, base, final, note)])
 
 
 def remeasure_figures(check: str, message: str, rows: dict[str, dict]) -> tuple:
