@@ -43,3 +43,14 @@ def test_fingerprint_mismatch_names_the_field():
     other = {**env, "numpy": "0.0"}
     assert fingerprint.mismatch({"environment": env}, {"environment": other}).startswith("environment.numpy:")
     assert "only one round" in fingerprint.mismatch({"environment": env}, {})
+
+
+def test_the_paired_arm_rule_pools_the_fastest_samples_of_the_moments():
+    """verify/baseline_arm.judge: one moment slowed throughout (load) decides nothing; 2x everywhere does."""
+    from perftune.verify import baseline_arm
+    slowed_moment = {"arm_us": [250.0, 240.0], "alone_us": [260.0, 140.0]}   # a whole moment under load
+    honest = [slowed_moment, {"arm_us": [7.4, 7.9], "alone_us": [7.2, 8.0]}, {"arm_us": [7.1, 9.0], "alone_us": [6.9, 8.7]}]
+    doubled = [{"arm_us": [2 * a for a in m["arm_us"]], "alone_us": m["alone_us"]} for m in honest[1:]]
+    assert baseline_arm.judge(honest)["slowed"] is False and baseline_arm.judge(honest)["ratio"] < 1.1
+    verdict = baseline_arm.judge([slowed_moment] + doubled)
+    assert verdict["slowed"] is True and 2.0 < verdict["ratio"] < 2.2 and verdict["limit"] == baseline_arm.ARM_LIMIT
