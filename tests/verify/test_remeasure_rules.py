@@ -54,3 +54,5 @@ def test_the_paired_arm_rule_pools_the_fastest_samples_of_the_moments():
     assert baseline_arm.judge(honest)["slowed"] is False and baseline_arm.judge(honest)["ratio"] < 1.1
     verdict = baseline_arm.judge([slowed_moment] + doubled)
     assert verdict["slowed"] is True and 2.0 < verdict["ratio"] < 2.2 and verdict["limit"] == baseline_arm.ARM_LIMIT
+    once = baseline_arm.judge(doubled + [{"arm_us": [30.0], "alone_us": [28.0]}])   # one moment: both slowed alike
+    assert once["ratio"] > baseline_arm.ARM_LIMIT and once["slowed"] is False and min(once["moment_ratios"]) < 1.1

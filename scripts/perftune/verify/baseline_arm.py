@@ -12,11 +12,12 @@ load of the moment reaches both sides:
   beside), then ``ARM_MOMENTS - 1`` more moments of one paired collection and one alone collection,
   the order alternating (alone first, then paired first, ...), so a load that rises or falls during
   the check reaches both sides alike; raw files under ``rm_NNN/<case>/arm_MM/{paired,alone}/``;
-- **rule** (:func:`problems`): the fastest paired baseline-arm sample over the moments
-  ≤ ``ARM_LIMIT`` × the fastest alone sample over the same moments, else ``cheating``. Fastest,
-  because load only slows a sample down; pooled over the moments, because one moment's five
-  samples can all be slowed (docs/statistics.md, "The paired baseline arm": the figures behind
-  ``ARM_LIMIT`` and ``ARM_MOMENTS``, honest and 2x-sabotaged arms at load 1-8).
+- **rule** (:func:`judge`): ``cheating`` when the fastest paired baseline-arm sample over the moments
+  exceeds ``ARM_LIMIT`` × the fastest alone sample over the same moments AND, in every moment, its
+  fastest paired arm exceeds ``ARM_LIMIT`` × its fastest alone. Fastest, because load only slows a
+  sample down; every moment, because under heavy load one collection can be slowed throughout, so
+  a false FAIL needs the load to favour the alone side three times in a row (docs/statistics.md,
+  "The paired baseline arm": the figures behind ``ARM_LIMIT`` and ``ARM_MOMENTS``).
 
 Without a check-time re-measurement (``--no-remeasure``, msprof without ``--remeasure``, over the
 frozen budget) the recorded rounds are all there is: the final round's paired arm against the
@@ -59,15 +60,21 @@ def moments(ctx, base_spec, case, case_dir: Path, last_arm_us: list[float]) -> d
     return judge(rows)
 
 
+def _ratio(arm: list[float], alone: list[float]) -> float | None:
+    return min(arm) / min(alone) if arm and alone and min(alone) > 0 else None
+
+
 def judge(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """The rule on the moments (pure): pooled fastest arm and alone samples, their ratio, the limit."""
+    """The rule on the moments (pure): the pooled fastest arm and alone samples and their ratio, each moment's
+    own ratio; slowed when the pooled ratio and every moment's exceed the limit."""
     arm = [s for row in rows for s in row["arm_us"]]
     alone = [s for row in rows for s in row["alone_us"]]
-    fastest_arm, fastest_alone = (min(arm) if arm else None), (min(alone) if alone else None)
-    ratio = fastest_arm / fastest_alone if fastest_arm and fastest_alone else None
-    return {"moments": rows, "fastest_arm_us": fastest_arm, "fastest_alone_us": fastest_alone,
-            "ratio": None if ratio is None else round(ratio, 6), "limit": ARM_LIMIT,
-            "slowed": ratio is not None and ratio > ARM_LIMIT}
+    ratio = _ratio(arm, alone)
+    each = [_ratio(row["arm_us"], row["alone_us"]) for row in rows]
+    return {"moments": rows, "fastest_arm_us": min(arm) if arm else None,
+            "fastest_alone_us": min(alone) if alone else None, "ratio": None if ratio is None else round(ratio, 6),
+            "moment_ratios": [None if r is None else round(r, 6) for r in each], "limit": ARM_LIMIT,
+            "slowed": ratio is not None and ratio > ARM_LIMIT and all(r is not None and r > ARM_LIMIT for r in each)}
 
 
 def _fastest(samples) -> float | None:
