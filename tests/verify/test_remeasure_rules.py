@@ -56,3 +56,16 @@ def test_the_paired_arm_rule_pools_the_fastest_samples_of_the_moments():
     assert verdict["slowed"] is True and 2.0 < verdict["ratio"] < 2.2 and verdict["limit"] == baseline_arm.ARM_LIMIT
     once = baseline_arm.judge(doubled + [{"arm_us": [30.0], "alone_us": [28.0]}])   # one moment: both slowed alike
     assert once["ratio"] > baseline_arm.ARM_LIMIT and once["slowed"] is False and min(once["moment_ratios"]) < 1.1
+
+
+def test_the_paired_arm_rule_on_cpu_time_holds_where_load_blurs_wall_time():
+    """Measured at load ~17 (tests/cheats arm_sabotage_2x): wall-time moments read 1.35, 1.53, 5.9 for a 2x
+    sabotage; the calls' CPU time is what load does not inflate."""
+    from perftune.verify import baseline_arm
+    blurred = [{"arm_us": [23983.0], "alone_us": [17774.0]}, {"arm_us": [79036.0], "alone_us": [51724.0]},
+               {"arm_us": [40772.0], "alone_us": [6892.0]}]
+    doubled = [{**row, "arm_cpu_us": [14.1e3, 14.6e3], "alone_cpu_us": [7.0e3, 7.3e3]} for row in blurred]
+    honest = [{**row, "arm_cpu_us": [7.2e3, 7.9e3], "alone_cpu_us": [7.0e3, 7.3e3]} for row in blurred]
+    assert baseline_arm.judge(blurred)["slowed"] is False       # wall time alone: one moment under 1.5
+    assert baseline_arm.judge(doubled)["slowed"] is True and baseline_arm.judge(doubled)["wall_slowed"] is False
+    assert baseline_arm.judge(honest)["slowed"] is False

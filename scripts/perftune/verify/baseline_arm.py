@@ -30,7 +30,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..measure import collect, evidence
+from .. import fsio
+from ..measure import attestation, collect, evidence
 
 ARM_LIMIT = 1.5
 ARM_MOMENTS = 3
@@ -43,19 +44,33 @@ def _durations(results) -> list[float]:
     return [r.duration_us for r in results]
 
 
-def moments(ctx, base_spec, case, case_dir: Path, last_arm_us: list[float]) -> dict[str, Any]:
-    """The check-time moments of one target case: ``last_arm_us`` (the baseline arm of the last paired
-    attempt) with an alone collection beside it, then paired and alone collections in alternating order."""
-    def alone(folder: Path) -> list[float]:
-        return _durations(ctx.backend.run_case(base_spec, case, folder))
+def cpu_us(folder: Path, arm: str = "") -> list[float]:
+    """The harness's ``call_cpu_us`` of every timed call of a collection (``repeat_NNN[/<arm>]``; cpu only)."""
+    out = []
+    for path in sorted(folder.glob(f"repeat_*/{arm + '/' if arm else ''}{attestation.ATTESTATION_JSON}")):
+        obj = fsio.read_json(path, what="attestation")
+        for call in obj.get("calls") if isinstance(obj.get("calls"), list) else [obj]:
+            value = ((call or {}).get("harness") or {}).get("call_cpu_us")
+            if isinstance(value, (int, float)) and value > 0:
+                out.append(float(value))
+    return out
 
-    rows = [{"arm_us": list(last_arm_us), "alone_us": alone(case_dir / "arm_01" / "alone"), "order": "paired, alone"}]
+
+def moments(ctx, base_spec, case, case_dir: Path, last_attempt: Path, last_arm_us: list[float]) -> dict[str, Any]:
+    """The check-time moments of one target case: the baseline arm of the last paired attempt (``last_attempt``,
+    ``last_arm_us``) with an alone collection beside it, then paired and alone collections in alternating order."""
+    def alone(folder: Path) -> dict[str, list[float]]:
+        return {"alone_us": _durations(ctx.backend.run_case(base_spec, case, folder)), "alone_cpu_us": cpu_us(folder)}
+
+    rows = [{"arm_us": list(last_arm_us), "arm_cpu_us": cpu_us(last_attempt, "baseline"),
+             **alone(case_dir / "arm_01" / "alone"), "order": "paired, alone"}]
     for number in range(2, ARM_MOMENTS + 1):
         folder = case_dir / f"arm_{number:02d}"
         alone_first = number % 2 == 0
         first = alone(folder / "alone") if alone_first else None
         _cand, basel, _order = collect._paired_case(ctx, base_spec, case, folder / "paired")
-        rows.append({"arm_us": _durations(basel), "alone_us": first if alone_first else alone(folder / "alone"),
+        rows.append({"arm_us": _durations(basel), "arm_cpu_us": cpu_us(folder / "paired", "baseline"),
+                     **(first if alone_first else alone(folder / "alone")),
                      "order": "alone, paired" if alone_first else "paired, alone"})
     return judge(rows)
 
@@ -64,17 +79,24 @@ def _ratio(arm: list[float], alone: list[float]) -> float | None:
     return min(arm) / min(alone) if arm and alone and min(alone) > 0 else None
 
 
-def judge(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """The rule on the moments (pure): the pooled fastest arm and alone samples and their ratio, each moment's
-    own ratio; slowed when the pooled ratio and every moment's exceed the limit."""
-    arm = [s for row in rows for s in row["arm_us"]]
-    alone = [s for row in rows for s in row["alone_us"]]
+def _measure(rows: list[dict[str, Any]], arm_key: str, alone_key: str) -> dict[str, Any]:
+    arm = [s for row in rows for s in row.get(arm_key) or []]
+    alone = [s for row in rows for s in row.get(alone_key) or []]
     ratio = _ratio(arm, alone)
-    each = [_ratio(row["arm_us"], row["alone_us"]) for row in rows]
-    return {"moments": rows, "fastest_arm_us": min(arm) if arm else None,
-            "fastest_alone_us": min(alone) if alone else None, "ratio": None if ratio is None else round(ratio, 6),
-            "moment_ratios": [None if r is None else round(r, 6) for r in each], "limit": ARM_LIMIT,
+    each = [_ratio(row.get(arm_key) or [], row.get(alone_key) or []) for row in rows]
+    return {"fastest_arm_us": min(arm) if arm else None, "fastest_alone_us": min(alone) if alone else None,
+            "ratio": None if ratio is None else round(ratio, 6),
+            "moment_ratios": [None if r is None else round(r, 6) for r in each],
             "slowed": ratio is not None and ratio > ARM_LIMIT and all(r is not None and r > ARM_LIMIT for r in each)}
+
+
+def judge(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The rule on the moments (pure), on wall time and on the calls' CPU time (cpu backend): the pooled
+    fastest arm and alone samples and their ratio, each moment's own ratio; slowed when, on either measure,
+    the pooled ratio and every moment's exceed the limit."""
+    wall, cpu = _measure(rows, "arm_us", "alone_us"), _measure(rows, "arm_cpu_us", "alone_cpu_us")
+    return {"moments": rows, **wall, "wall_slowed": wall["slowed"], "cpu": cpu, "limit": ARM_LIMIT,
+            "slowed": wall["slowed"] or cpu["slowed"]}
 
 
 def _fastest(samples) -> float | None:
@@ -102,8 +124,9 @@ def problems(man, base: evidence.RoundEvidence, final: evidence.RoundEvidence,
         if case_id in measured:
             arm = measured[case_id]
             if arm["slowed"]:
-                out.append(_slowed(case_id, arm["fastest_arm_us"], arm["fastest_alone_us"], arm["limit"],
-                                   f"over {len(arm['moments'])} moments of the check, side by side"))
+                figure, what = (arm, "wall time") if arm["wall_slowed"] else (arm["cpu"], "CPU time of the calls")
+                out.append(_slowed(case_id, figure["fastest_arm_us"], figure["fastest_alone_us"], arm["limit"],
+                                   f"{what}, over {len(arm['moments'])} moments of the check, side by side"))
             continue
         alone = _fastest(base.cases[case_id].samples_us)
         arm_us = _fastest(final.cases[case_id].baseline_samples_us)

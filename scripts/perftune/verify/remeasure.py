@@ -220,7 +220,8 @@ def run(op_dir: Path, man: manifest_mod.Manifest, perf: dict[str, Any], base: ev
             attempts.append(row)
             if miss is None:
                 break
-        arm = baseline_arm.moments(ctx, base_spec, case, case_dir, attempts[-1]["baseline_samples_us"])
+        arm = baseline_arm.moments(ctx, base_spec, case, case_dir, case_dir / f"attempt_{len(attempts):02d}",
+                                   attempts[-1]["baseline_samples_us"])
         gap = probes.run(op_dir, ctx.spec.runner, ctx.manifest_path, case.id, op_name.python_op(man) or "-",
                          mode="gap", paired_runner=base_spec.runner, calls=GAP_CALLS, device_id=ctx.spec.device_id)
         fsio.write_json(case_dir / "gap.json", gap)
