@@ -251,7 +251,7 @@ def run(op_dir: Path, man: manifest_mod.Manifest, perf: dict[str, Any], base: ev
                      "fresh_attempts": FRESH_ATTEMPTS, "fresh_repeats": FRESH_REPEATS,
                      "fresh_min_speedup": FRESH_MIN_SPEEDUP, "gap_share": GAP_SHARE,
                      "gap_floor_us": GAP_FLOOR_US, "gap_calls": GAP_CALLS, "arm_limit": baseline_arm.ARM_LIMIT,
-                     "arm_moments": baseline_arm.ARM_MOMENTS}, "cases": rows}
+                     "arm_moments": baseline_arm.ARM_MOMENTS, "arm_repeats": baseline_arm.ARM_REPEATS}, "cases": rows}
     note["evidence_seal"] = evidence.evidence_seal(folder)
     fsio.write_json(folder / "remeasure.json", note)
     note["remeasure_json_sha256"] = hashlib.sha256((folder / "remeasure.json").read_bytes()).hexdigest()
