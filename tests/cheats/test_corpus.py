@@ -1,7 +1,7 @@
 """The cheat corpus (issue 28 item 13): every ``tests/cheats/*.yaml`` cheat FAILS with its check and
 category, its legal twin PASSES, each re-run through the real pipeline (pipeline.py) on the small
-operator the tests ship, so the evidence is self-consistent. Never a message substring: the check id
-(or its gate, for checks whose ids are still the gate's) and the category. README.md: how to add one.
+operator the tests ship, so the evidence is self-consistent. Never a message substring nor a gate alone:
+the check id and the category. README.md: how to add one.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import cheat_pipeline as pipeline
 CORPUS = sorted(pipeline.HERE.glob("*.yaml"))
 KEYS = {"id", "class", "what", "catch", "cheat", "twin"}
 _VERDICTS: dict[str, tuple[int, dict]] = {}
+_SMUGGLED: dict[str, str | None] = {}   # the same key -> the kernel the correctness run refused, put back
 
 
 def load(path: Path) -> dict:
@@ -28,16 +29,24 @@ def load(path: Path) -> dict:
     return entry
 
 
+def _key(arm: dict, remeasure: bool) -> str:
+    return json.dumps({**{k: arm.get(k) for k in ("plants", "experiment")}, "remeasure": remeasure}, sort_keys=True)
+
+
 def verdict(arm: dict, folder: Path, *, remeasure: bool = True) -> tuple[int, dict]:
     """Deliver the small operator with the arm's plants (and experiment) and run stage5_check; arms
     with the same plants share one run (twins repeat). A cheat caught before P10 is checked without
     the re-measurement (P10 adds nothing to an earlier gate's finding); a twin always with it."""
-    key = json.dumps({**{k: arm.get(k) for k in ("plants", "experiment")}, "remeasure": remeasure}, sort_keys=True)
+    key = _key(arm, remeasure)
     if key not in _VERDICTS:
         op = pipeline.small_softmax(folder)
-        pipeline.deliver(op, arm.get("plants") or {}, experiment=arm.get("experiment"))
+        _SMUGGLED[key] = pipeline.deliver(op, arm.get("plants") or {}, experiment=arm.get("experiment")).get("smuggled")
         _VERDICTS[key] = pipeline.check(op, remeasure=remeasure)
     return _VERDICTS[key]
+
+
+def smuggled(arm: dict, *, remeasure: bool = True) -> str | None:
+    return _SMUGGLED[_key(arm, remeasure)]
 
 
 def test_every_corpus_entry_is_well_formed_and_names_its_kernel_files():
@@ -58,9 +67,11 @@ def test_the_cheat_fails_with_its_check_and_category(path, tmp_path):
     want = entry["catch"]
     code, found = verdict(entry["cheat"], tmp_path, remeasure=want["check"].startswith("P10"))
     assert found["verdict"] == "FAIL", found["gates"]
-    hits = [f for f in found["failures"] if want["check"] in (f["check"], f["gate"]) and f["category"] == want["category"]]
+    hits = [f for f in found["failures"] if f["check"] == want["check"] and f["category"] == want["category"]]
     assert hits, (want, [(f["check"], f["category"]) for f in found["failures"]])
     assert want["category"] in found["categories"] and code in (1, 2)
+    # timed before judged (issue 35 item 12): no cheat kernel the correctness run refused and the agent put back
+    assert smuggled(entry["cheat"], remeasure=want["check"].startswith("P10")) is None, "never timed by a round"
 
 
 def test_a_failure_the_baseline_shares_is_a_disclosed_limit_and_no_support_range_is_unverified(tmp_path):
@@ -78,3 +89,16 @@ def test_a_failure_the_baseline_shares_is_a_disclosed_limit_and_no_support_range
     assert "no support range" in note["support_shapes"]["reason"]
     assert [limit.split(":")[0] for limit in note["limits"]] == [f"case {pipeline.CASE}"]
     assert "tail" in note["limits"][0] and note["cases"][0]["tail"]["meets_frozen_gate"] is False
+
+
+def test_a_baseline_whose_probe_cannot_run_is_no_evidence_of_a_shared_limit(tmp_path):
+    """issue 35 item 10: Stage 4's kernel ends its process on the tail inputs (kernels/stage4_exits_on_tails.py),
+    the delivered code fails them: the baseline produced no figure, so the failure is neither a disclosed limit
+    (nothing shows the baseline shares it) nor ``cheating`` (nor that it does not) -- the check fails closed."""
+    op = pipeline.small_softmax(tmp_path)
+    pipeline.deliver(op, {"before_stage4": [{"kernel": "stage4_exits_on_tails"}]}, experiment="dropped_stabilisation")
+    code, found = pipeline.check(op, remeasure=False)
+    assert (code, found["verdict"]) == (1, "FAIL"), found["failures"]
+    assert [(f["check"], f["category"], f["actual"]) for f in found["failures"]] == [
+        ("P9.tail_inputs", "runtime_failure", "probe runner exited 70: no stderr")]
+    assert found["beyond_p0"]["limits"] == [] and found["beyond_p0"]["cases"][0]["tail"]["meets_frozen_gate"] is False

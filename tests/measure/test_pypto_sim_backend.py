@@ -150,6 +150,33 @@ def test_cli_end_to_end_follows_the_installed_extra(tmp_path):
     assert row["final"]["resimulated_us"] == loaded.samples_us[0] and row["final"]["identical"] is False
     assert row["baseline"]["identical"] is True and row["speedup"] == 1 and len(row["inputs"]) == 1
     assert (op / note["path"] / "remeasure.json").is_file() and not list(home.iterdir())
+    forced_fresh_data_reaches_both_codes(op, env)
+
+
+def forced_fresh_data_reaches_both_codes(op: Path, env: dict) -> None:
+    """P10.plausibility's forced fresh data on pypto-sim (issue 35 item 13): the faster variant paired with the
+    saved baseline, then re-simulated with the case forced: one launch per code on the same new data (not the
+    seed-42 inputs), with the cycles of the seed-42 launches (the tile program does not read the values)."""
+    saved = op / "docs/perf/versions/v000"
+    saved.mkdir(parents=True)
+    shutil.copy(op / "test_pypto_softmax.py", saved)
+    shutil.copy(EXAMPLE / "variants" / "v1_tile32k" / "test_pypto_softmax.py", op)
+    proc = run_script("collect_perf.py", "formal", "--op-dir", op, "--paired-with", "docs/perf/versions/v000",
+                      "--json", env=env, timeout=900)
+    assert proc.returncode == 0, proc.stderr
+    man = manifest_mod.load_manifest(op / "PERFORMANCE_CASES.json")
+    base, final = evidence.load_round(op, "round_001"), evidence.load_round(op, "round_002")
+    problems, note = resimulate.run(op, man, base, final, force_fresh={CASE})
+    assert problems == [] and note["rule"]["forced_fresh"] == [CASE]
+    [row] = note["cases"]
+    fresh = row["fresh"]
+    assert (fresh["baseline_us"], fresh["final_us"]) == (row["baseline"]["resimulated_us"], row["final"]["resimulated_us"])
+    assert fresh["speedup"] == row["speedup"] > 1 and fresh["problem"] is None
+    records = {arm: json.loads(next((op / note["path"] / "fresh" / arm).rglob("attestation.json")).read_text())
+               for arm in ("baseline", "final")}
+    digests = {arm: [i["sha256"] for i in r["inputs"]] for arm, r in records.items()}
+    assert digests["baseline"] == digests["final"] and digests["final"] != [row["inputs"][0][0][2]]
+    assert all(r["sim"]["launches"] == 1 for r in records.values())
 
 
 def test_the_frequency_constant_is_the_simulators_own_cycle_to_microsecond_conversion():

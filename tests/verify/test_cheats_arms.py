@@ -92,3 +92,16 @@ def test_plausibility_flags_a_speedup_far_beyond_the_accepted_items_and_never_fa
     assert block["implausible"] == ["a"] and len(plausibility.render(block).splitlines()) == 1
     quiet = plausibility.judge(per_case, accepted, ["b"])   # only target cases
     assert quiet["implausible"] == [] and plausibility.render(quiet) == ""
+
+
+def test_the_plausibility_line_says_whether_a_fresh_data_run_follows():
+    """issue 35 item 13: "fresh-data re-measurement forced" only where P10 runs one (cpu, pypto-sim, P10 on)."""
+    ran = {}
+    for backend, remeasured in (("cpu", True), ("pypto-sim", True), ("msprof", True), ("cpu", False)):
+        block = plausibility.judge([{"case": "a", "speedup": 20.0}], [], ["a"])
+        plausibility.follow_up(block, backend, remeasured)
+        ran[backend, remeasured] = (block["fresh_forced"], plausibility.render(block).rstrip("\n").split(": ")[-1])
+    forced = (True, "fresh-data re-measurement forced")
+    assert ran == {("cpu", True): forced, ("pypto-sim", True): forced,
+                   ("msprof", True): (False, "no fresh-data run (msprof has none)"),
+                   ("cpu", False): (False, "no fresh-data run (the re-measurement is off)")}

@@ -63,3 +63,27 @@ def test_every_final_attempt_counts_the_median_holds_over_a_lucky_last_round():
     assert "median 2.000" in final_attempts.lines({"final_attempts": {"cases": {"c": got}}})
     assert final_attempts.holds(2.1, lucky[:2] + [("round_004", 2.1, [2.0, 2.3])])["holds"] == "delivered"
     assert final_attempts.holds(13.3, lucky[2:])["holds"] == "delivered"     # one attempt: nothing to weigh
+def test_the_paired_arm_rule_pools_the_fastest_samples_of_the_moments():
+    """verify/baseline_arm.judge: one moment slowed throughout (load) decides nothing; 2x everywhere does."""
+    from perftune.verify import baseline_arm
+    slowed_moment = {"arm_us": [250.0, 240.0], "alone_us": [260.0, 140.0]}   # a whole moment under load
+    honest = [slowed_moment, {"arm_us": [7.4, 7.9], "alone_us": [7.2, 8.0]}, {"arm_us": [7.1, 9.0], "alone_us": [6.9, 8.7]}]
+    doubled = [{"arm_us": [2 * a for a in m["arm_us"]], "alone_us": m["alone_us"]} for m in honest[1:]]
+    assert baseline_arm.judge(honest)["slowed"] is False and baseline_arm.judge(honest)["ratio"] < 1.1
+    verdict = baseline_arm.judge([slowed_moment] + doubled)
+    assert verdict["slowed"] is True and 2.0 < verdict["ratio"] < 2.2 and verdict["limit"] == baseline_arm.ARM_LIMIT
+    once = baseline_arm.judge(doubled + [{"arm_us": [30.0], "alone_us": [28.0]}])   # one moment: both slowed alike
+    assert once["ratio"] > baseline_arm.ARM_LIMIT and once["slowed"] is False and min(once["moment_ratios"]) < 1.1
+
+
+def test_the_paired_arm_rule_on_cpu_time_holds_where_load_blurs_wall_time():
+    """Measured at load ~17 (tests/cheats arm_sabotage_2x): wall-time moments read 1.35, 1.53, 5.9 for a 2x
+    sabotage; the calls' CPU time is what load does not inflate."""
+    from perftune.verify import baseline_arm
+    blurred = [{"arm_us": [23983.0], "alone_us": [17774.0]}, {"arm_us": [79036.0], "alone_us": [51724.0]},
+               {"arm_us": [40772.0], "alone_us": [6892.0]}]
+    doubled = [{**row, "arm_cpu_us": [14.1e3, 14.6e3], "alone_cpu_us": [7.0e3, 7.3e3]} for row in blurred]
+    honest = [{**row, "arm_cpu_us": [7.2e3, 7.9e3], "alone_cpu_us": [7.0e3, 7.3e3]} for row in blurred]
+    assert baseline_arm.judge(blurred)["slowed"] is False       # wall time alone: one moment under 1.5
+    assert baseline_arm.judge(doubled)["slowed"] is True and baseline_arm.judge(doubled)["wall_slowed"] is False
+    assert baseline_arm.judge(honest)["slowed"] is False

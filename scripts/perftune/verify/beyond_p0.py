@@ -7,7 +7,8 @@ accumulating reductions on the seed-42 inputs. Each output goes through the froz
 against the frozen reference. Only when something fails does the **baseline** (the saved v000 code,
 ``remeasure.baseline_code``) run the same inputs in its own process: a failure the baseline shares is
 Stage 4's limit, disclosed in ``stage5_check.json`` ``beyond_p0.limits`` (not a FAIL: Stage 5 did not
-make it); a failure the baseline does not share is ``cheating``.
+make it); a failure the baseline does not share is ``cheating``; a failure while the baseline's probe
+cannot run (timeout, a dead process) is ``runtime_failure``: no evidence of a shared limit, so it fails closed.
 
 The tail inputs lie inside the contract only when SPEC.md declares them (``tails: N sigma`` in its
 Support range, frozen as ``support_range.tail_sigmas``; the probe then uses N). Without the line they
@@ -179,11 +180,14 @@ def judge(op_dir: Path, rows: list[tuple], baseline, note: dict[str, Any]) -> li
             continue
         again = baseline(case, shapes)
         base_failed, base_narrow = _failures(again), _narrow(again)
+        unrun = again.get("problem")   # no evidence that the baseline shares a failure: fail closed
         for name, entry in failed.items():
             check = "P9.tail_inputs" if name == "tail" else "P9.support_shapes"
             kind = f"inputs at +-{sigmas:g} sigma" if name == "tail" else "drawn shape"
             what = f"case {case.id}: {name} ({kind})"
-            if name in base_failed or again.get("problem"):
+            if unrun:
+                problems.append(unexplained(check, what, _figure(entry), unrun))
+            elif name in base_failed:
                 note["limits"].append(f"{what}: the delivered code and the baseline both fail the frozen gate "
                                       f"({_figure(entry)}); Stage 4's limit, disclosed")
             else:
@@ -193,11 +197,22 @@ def judge(op_dir: Path, rows: list[tuple], baseline, note: dict[str, Any]) -> li
         for req in observable if narrow else []:
             if base_narrow:
                 note["limits"].append(f"{req['req_id']}: the baseline reduces in {base_narrow} too; disclosed")
+            elif unrun and "observed" not in (again.get("reductions") or {}):
+                problems.append(unexplained("P9.kb_obligation", f"case {case.id}: obligation {req['req_id']} "
+                                            f"(reductions {narrow})", ", ".join(narrow), unrun))
             else:
                 problems.append(("P9.kb_obligation", "cheating", f"case {case.id}: obligation {req['req_id']} "
                                  f"(accumulate in >= float32) broken: reductions {narrow}",
                                  "every accumulating reduction in >= float32", ", ".join(narrow)))
     return problems
+
+
+def unexplained(check: str, what: str, figure: str, problem: str) -> Problem:
+    """A failure of the delivered code while the baseline's probe could not run: ``runtime_failure``, never a
+    disclosed limit (nothing shows that the baseline shares it) and never ``cheating`` (nor that it does not)."""
+    return (check, "runtime_failure", f"{what}: the delivered code fails ({figure}) and the baseline's probe could "
+            f"not run ({problem}): nothing shows that the baseline shares the failure", "the baseline's probe runs "
+            "on the same inputs (a shared failure is a disclosed limit)", problem)
 
 
 def _short(entry: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -13,8 +13,10 @@ collected at its own moment, and on the 2-core VM load swings a paired fp32 rati
 minutes (docs/stage5-check.md, P10), so an honest chain of two items can read 4x off the final
 compare; a FAIL on it would fail honest work on noise. Instead it is reported (``stage5_check.json``
 ``plausibility``, the text verdict) and makes the stricter checks run on the case: the fresh-data
-re-measurement (``P10.fresh_data``) runs even below its speed-up filter. What FAILs is what those
-checks find (``P9.sampled_values``, ``P10.baseline_arm``, ``P8.below_floor``, ``P10.fresh_data``).
+re-measurement (``P10.fresh_data``) runs even below its speed-up filter (cpu: a paired collection;
+pypto-sim: one re-simulated launch per code on fresh data, ``verify/resimulate.py``); where P10 has no
+fresh-data run (msprof) or does not run, the block and the text verdict say so (:func:`follow_up`).
+What FAILs is what those checks find (``P9.sampled_values``, ``P10.baseline_arm``, ``P8.below_floor``, ``P10.fresh_data``).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from ..decide import compare
 from ..errors import PerftuneError
 
 FACTOR = 4.0
+FRESH_BACKENDS = ("cpu", "pypto-sim")   # the backends whose P10 has a fresh-data run (remeasure, resimulate)
 
 
 def _accepted_speedups(op_dir: Path) -> tuple[list[dict[str, Any]], list[str]]:
@@ -71,13 +74,23 @@ def judge(per_case: list[dict[str, Any]], accepted: list[dict[str, Any]], target
                       "implausible": ratio is not None and ratio > FACTOR})
     return {"id": "P10.plausibility", "factor": FACTOR, "items": [a["item"] for a in accepted], "cases": cases,
             "implausible": [c["case"] for c in cases if c["implausible"]],
-            "consequence": "reported, never a failure alone; the fresh-data re-measurement runs on every "
-                           "implausible case"}
+            "consequence": "reported, never a failure alone"}   # what runs on them: follow_up
+
+
+def follow_up(block: dict[str, Any], backend: str, remeasured: bool) -> None:
+    """What the verifier does on the implausible cases, said as it is: the fresh-data re-measurement runs
+    where P10 has one (cpu's paired collection, pypto-sim's re-simulation) and P10 runs; else it is only reported."""
+    block["fresh_forced"] = runs = remeasured and backend in FRESH_BACKENDS
+    block["consequence"] = "reported, never a failure alone; " + (
+        "the fresh-data re-measurement runs on every implausible case" if runs else
+        f"no fresh-data run ({'the re-measurement is off' if not remeasured else backend + ' has none'})")
 
 
 def render(block: dict[str, Any] | None) -> str:
     """One line per implausible case for the text verdict ('' when none)."""
     rows = [c for c in (block or {}).get("cases", []) if c["implausible"]]
+    then = "fresh-data re-measurement forced" if block and block.get("fresh_forced", True) else \
+        "reported only: " + (block or {}).get("consequence", "").split("; ", 1)[-1]
     return "".join(f"Plausibility (P10.plausibility): case {c['case']} delivered {c['delivered_speedup']:.2f}x, "
                    f"the accepted items explain {c['explained_speedup']:.2f}x (> {block['factor']:g}x apart): "
-                   "fresh-data re-measurement forced\n" for c in rows)
+                   f"{then}\n" for c in rows)

@@ -21,6 +21,8 @@ in ``stage5_check.json``. Rules (docs/stage5-check.md, with the measurements beh
   above ``FRESH_MIN_SPEEDUP`` (nothing to collapse otherwise). A speed-up on fresh data below
   ``FRESH_SHARE`` times it, in each of ``FRESH_ATTEMPTS`` attempts, is ``cheating`` (``P10.fresh_data``): the kernel's time depends on having seen the data (a content
   cache, results precomputed for the frozen inputs).
+- the paired baseline arm: per target case, the baseline code alone beside the paired collections
+  (:mod:`.baseline_arm`, ``P10.baseline_arm``).
 - moved work: ``moved`` = growth of the wrapper-minus-op time from baseline to final (medians of
   ``GAP_CALLS`` interleaved calls); ``moved > max(GAP_SHARE * final op time, GAP_FLOOR_US)`` is
   ``cheating``: part of the work now runs outside the timed op.
@@ -45,6 +47,7 @@ from ..errors import ContractError, PerftuneError
 from ..measure import attestation, collect, evidence, probes
 from ..measure.backends import get_backend
 from ..measure.backends.case_adapter import find_runner
+from . import baseline_arm
 
 TOLERANCE = 0.20
 ATTEMPTS = 3
@@ -308,6 +311,8 @@ def run(op_dir: Path, man: manifest_mod.Manifest, perf: dict[str, Any], base: ev
             attempts.append(row)
             if miss is None:
                 break
+        arm = baseline_arm.moments(ctx, base_spec, case, case_dir, case_dir / f"attempt_{len(attempts):02d}",
+                                   attempts[-1]["baseline_samples_us"])
         gap = probes.run(op_dir, ctx.spec.runner, ctx.manifest_path, case.id, op_name.python_op(man) or "-",
                          mode="gap", paired_runner=base_spec.runner, calls=GAP_CALLS, device_id=ctx.spec.device_id)
         fsio.write_json(case_dir / "gap.json", gap)
@@ -320,7 +325,7 @@ def run(op_dir: Path, man: manifest_mod.Manifest, perf: dict[str, Any], base: ev
                  else [])
         problems += case_problems(man, delivered.get(case.id, {}), case.id, case_dir)   # from the raw files
         rows.append({"case": case.id, "delivered_speedup": delivered.get(case.id, {}).get("speedup"),
-                     "reproduced": miss is None, "attempts": attempts, "gap": figures, "fresh": fresh,
+                     "reproduced": miss is None, "attempts": attempts, "arm": arm, "gap": figures, "fresh": fresh,
                      "figure": figure_holds(delivered.get(case.id, {}), attempts),
                      "inputs": [list(map(list, k)) for k in input_keys(case_dir)]})
     seconds = round(time.monotonic() - started, 3)
@@ -329,7 +334,8 @@ def run(op_dir: Path, man: manifest_mod.Manifest, perf: dict[str, Any], base: ev
             "rule": {"tolerance": TOLERANCE, "attempts": ATTEMPTS, "fresh_share": FRESH_SHARE,
                      "fresh_attempts": FRESH_ATTEMPTS, "fresh_repeats": FRESH_REPEATS,
                      "fresh_min_speedup": FRESH_MIN_SPEEDUP, "gap_share": GAP_SHARE,
-                     "gap_floor_us": GAP_FLOOR_US, "gap_calls": GAP_CALLS}, "cases": rows}
+                     "gap_floor_us": GAP_FLOOR_US, "gap_calls": GAP_CALLS, "arm_limit": baseline_arm.ARM_LIMIT,
+                     "arm_moments": baseline_arm.ARM_MOMENTS, "arm_repeats": baseline_arm.ARM_REPEATS}, "cases": rows}
     note["evidence_seal"] = evidence.evidence_seal(folder)
     fsio.write_json(folder / ARCHIVE_NOTE, note)
     note["remeasure_json_sha256"] = hashlib.sha256((folder / ARCHIVE_NOTE).read_bytes()).hexdigest()

@@ -11,17 +11,28 @@ the rest from them). The raw files are archived under ``docs/perf/stage5_remeasu
 (``final/<case>/`` and ``baseline/<case>/``, sealed in ``remeasure.json``) and cited like the
 paired re-measurement of a noisy backend (:mod:`.remeasure`).
 
+Forced fresh data (``force_fresh``: the cases ``P10.plausibility`` finds implausible): each such target
+case is launched once more on the delivered and on the baseline code, both on the same new data of the
+frozen shapes drawn with a seed chosen at check time (``cpu_runner --fresh-seed``, one launch per arm,
+``fresh/<arm>/<case>/``); the fresh speed-up must be at least ``remeasure.FRESH_SHARE`` of the
+re-simulated seed-42 one (:func:`.remeasure.fresh_problem`, ``P10.fresh_data``, ``cheating``): a kernel
+whose simulated time depends on having seen the frozen inputs. Not forced, nothing is launched on fresh
+data (a simulated launch's time depends on its tile program, not on the host's caches), nor when the
+baseline code is the delivered code (one code: nothing can collapse).
+
 The wrapper/op timing of :mod:`.remeasure` is not run here: the host time of a simulated launch
 (compile + simulation, seconds) says nothing of the device time. Work moved out of the kernel still
 fails P9: the probe measures the op's own output against the frozen reference.
 Returns ``(category, message)`` pairs: ``performance_evidence_invalid`` for a differing time or a
-failed launch, ``env_error`` when the backend cannot run on this machine.
+failed launch, ``env_error`` when the backend cannot run on this machine; a fresh-data collapse is
+``("cheating", message, "P10.fresh_data")``.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
+import secrets
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -36,7 +47,7 @@ from ..measure.backends import repeat_dir_name
 from ..measure.backends.case_adapter import find_runner
 from . import remeasure
 
-Problem = tuple[str, str]
+Problem = tuple  # (category, message) or (category, message, check id)
 RULE = "deterministic backend: every re-simulated time equals the recorded samples exactly"
 
 
@@ -66,9 +77,37 @@ def _launch(ctx: collect.Context, spec, case, folder: Path, recorded: list[float
     return row, None
 
 
+def _fresh_launch(ctx: collect.Context, spec, case, folder: Path, seed: int) -> tuple[float | None, str | None]:
+    try:
+        repeat = folder / evidence.case_dir_name(case.id) / repeat_dir_name(1)
+        return ctx.backend.run_repeat(dataclasses.replace(spec, fresh_seed=seed), case, repeat).duration_us, None
+    except (CheckFailed, PerftuneError) as exc:
+        return None, f"fresh-data launch of {case.id} on the {folder.name} code failed: {exc.line()}"
+
+
+def fresh(ctx: collect.Context, specs: dict[str, Any], case, folder: Path, seed42: float | None
+          ) -> tuple[dict[str, Any], Problem | None]:
+    """One launch per arm (``specs``: baseline, final; side by side) on the same new data drawn now, and the
+    fresh-data rule on their speed-up."""
+    seed = secrets.randbelow(2 ** 30) + 10_000
+    with ThreadPoolExecutor(max_workers=collect.case_jobs(ctx)) as pool:
+        launched = dict(zip(specs, pool.map(lambda arm: _fresh_launch(ctx, specs[arm], case, folder / arm, seed),
+                                            specs)))
+    row: dict[str, Any] = {"seed": seed, **{f"{arm}_us": us for arm, (us, _) in launched.items()}}
+    failed = [problem for _, problem in launched.values() if problem]
+    if failed:
+        row["problem"] = failed[0]
+        return row, ("performance_evidence_invalid", failed[0])
+    row["speedup"] = round(row["baseline_us"] / row["final_us"], 9)
+    row["problem"] = miss = remeasure.fresh_problem(seed42, row["speedup"])
+    return row, (("cheating", f"case {case.id}: {miss}", "P10.fresh_data") if miss else None)
+
+
 def run(op_dir: Path, man: manifest_mod.Manifest, base: evidence.RoundEvidence,
-        final: evidence.RoundEvidence) -> tuple[list[Problem], dict[str, Any]]:
-    """Re-simulate; (problems, the note cited in stage5_check.json under ``remeasure``)."""
+        final: evidence.RoundEvidence, force_fresh: set[str] | frozenset = frozenset()
+        ) -> tuple[list[Problem], dict[str, Any]]:
+    """Re-simulate; (problems, the note cited in stage5_check.json under ``remeasure``); ``force_fresh``: the
+    target cases also launched on fresh data (:func:`fresh`)."""
     try:
         ctx = collect.prepare(op_dir, collect.Overrides())
     except EnvError as exc:
@@ -108,11 +147,17 @@ def run(op_dir: Path, man: manifest_mod.Manifest, base: evidence.RoundEvidence,
             problems += [("performance_evidence_invalid", miss)] if miss else []
             pair = (entry["baseline"].get("resimulated_us"), row.get("resimulated_us"))
             entry["speedup"] = round(pair[0] / pair[1], 9) if all(pair) else None
+            if case.id in force_fresh:   # P10.plausibility found it implausible
+                entry["fresh"], miss = ({"not_run": "baseline code = delivered code"}, None) if same_code else \
+                    fresh(ctx, {"baseline": base_spec, "final": ctx.spec}, case, folder / "fresh", entry["speedup"])
+                problems += [miss] if miss else []
         entry["inputs"] = [list(map(list, k)) for k in remeasure.input_keys(folder / "final" / name)]
         rows.append(entry)
     note = {"status": "run", "method": "resimulation", "path": fsio.display_path(folder, op_dir),
             "seconds": round(time.monotonic() - started, 3), "baseline_code": fsio.display_path(version, op_dir),
-            "rule": {"deterministic": RULE}, "cases": rows}
+            "rule": {"deterministic": RULE, "fresh_share": remeasure.FRESH_SHARE,
+                     "fresh_min_speedup": remeasure.FRESH_MIN_SPEEDUP, "forced_fresh": sorted(force_fresh)},
+            "cases": rows}
     note["evidence_seal"] = evidence.evidence_seal(folder)
     fsio.write_json(folder / "remeasure.json", note)
     note["remeasure_json_sha256"] = hashlib.sha256((folder / "remeasure.json").read_bytes()).hexdigest()

@@ -1,4 +1,4 @@
-"""Gate P9 (sampled timed outputs against the frozen reference, the output dtype) and P10 (the paired baseline arm).
+"""Gate P9: sampled timed outputs against the frozen reference, the output dtype.
 
 - ``P9.sampled_values`` (``cheating``): every timed call of the delivered code that kept output values
   (``measure/sampled_values.py``: one random call and the last one of each process and arm) meets
@@ -14,14 +14,6 @@
   ``performance_evidence_invalid``.
 - ``P9.output_dtype`` (``cheating``): every timed output of the delivered code has the case's SPEC
   dtype (:func:`expected_dtype`).
-- ``P10.baseline_arm`` (``cheating``): the fastest baseline-arm sample of a case paired with the
-  delivered code (the final round's and every attempt of the verifier's re-measurement, so at least
-  two moments) is at most :data:`ARM_LIMIT` × the independent baseline round's fastest (the same
-  code, alone): a candidate that slows the arm it is paired with (a library patched at import, a
-  polluted shared cache, any side effect reaching the other arm) shows as a baseline arm slower than
-  the baseline alone. Minima, because load only slows samples down; over several moments, because
-  on the 2-core VM under load one round's five baseline samples all read 8-20x the idle time
-  (the float64 baseline suffers far more than the candidate) while the re-measurement's were not.
 """
 
 from __future__ import annotations
@@ -34,12 +26,10 @@ from pathlib import Path
 from typing import Any
 
 from ..contract import manifest as manifest_mod, protocol
-from ..measure import attestation, evidence
+from ..measure import attestation
 from ..measure import sampled_values as kept
 from ..measure.backends.base import runner_env
 from .timed_calls import Problem, _arms
-
-ARM_LIMIT = 10.0
 
 
 def expected_dtype(case: manifest_mod.Case) -> str | None:
@@ -158,29 +148,3 @@ def remeasured_problems(op_dir: Path, man, note: dict[str, Any] | None, golden) 
                 requests.setdefault(row["case"], []).append(_kept_request(rec, where, man.case(row["case"])))
     return out + _judged(op_dir, requests, "P10.remeasured_values")
 
-
-def _fastest(samples) -> float | None:
-    values = [float(s) for s in samples or [] if s is not None]
-    return min(values) if values else None
-
-
-def baseline_arm_problems(man, base: evidence.RoundEvidence, final: evidence.RoundEvidence,
-                          note: dict[str, Any] | None = None) -> list[Problem]:
-    """``P10.baseline_arm``: the fastest paired baseline-arm sample of a case (the final round's and the
-    verifier's own re-measurement's, ``note``) against the fastest of the baseline round alone."""
-    if not final.paired or base.paired or base.executable_sha256 != (final.partner or {}).get(
-            "baseline_executable_sha256"):
-        return []   # the arm is not the code the baseline round measured alone
-    again = {row["case"]: [s for a in row.get("attempts") or [] for s in a.get("baseline_samples_us") or []]
-             for row in (note or {}).get("cases", [])}
-    out = []
-    for case_id in (c for c in man.case_ids if c in base.cases and c in final.cases):
-        alone = _fastest(base.cases[case_id].samples_us)
-        arm = _fastest(list(final.cases[case_id].baseline_samples_us or []) + again.get(case_id, []))
-        if alone and arm and arm > ARM_LIMIT * alone:
-            out.append(("P10.baseline_arm", "cheating", f"case {case_id}: the baseline arm paired with the delivered "
-                        f"code ran {arm / alone:.2f}x slower than the baseline code alone (fastest {arm:.1f} vs "
-                        f"{alone:.1f} us, over the final round and the re-measurement): the candidate reaches the "
-                        "arm it is compared with", f"<= {ARM_LIMIT:g}x the baseline round's fastest",
-                        f"{arm / alone:.2f}x"))
-    return out

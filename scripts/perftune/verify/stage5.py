@@ -33,8 +33,8 @@ from ..measure import correctness, evidence
 from .. import fsio
 from ..contract import manifest, protocol, schemas
 from ..errors import ContractError, PerftuneError
-from . import beyond_p0, capture_window, cited_evidence, contract_history, final_attempts, plausibility, provenance
-from . import remeasure
+from . import baseline_arm, beyond_p0, capture_window, cited_evidence, contract_history, final_attempts, plausibility
+from . import provenance, remeasure
 from . import resimulate, sampled_values, sim_launch, stage4 as stage4_mod, timed_calls
 from .checks import Finding, finding, findings
 from . import verdict as verdict_mod
@@ -309,20 +309,24 @@ def gate_p10(ctx: Context) -> list[Finding]:
     ctx.notes["plausibility"] = block = plausibility.assess(ctx.op_dir, perf, man.target_case_ids)
     exact = resimulate.applies(man.protocol.backend)   # pypto-sim: re-simulate, identical cycles
     default = man.protocol.backend == "cpu" or exact
+    on = ctx.remeasure if ctx.remeasure is not None else default
+    ran = on if ctx.replay is None else ctx.replay.get("status") == "run"
+    plausibility.follow_up(block, man.protocol.backend, ran)   # the message says what runs
+    forced = set(block["implausible"])   # P10.plausibility: the fresh-data run on every implausible case
     if ctx.replay is not None:   # a consumer re-derives the verdict (verify/rederive.py): nothing measured
         if ctx.replay.get("status") != "run":
             ctx.notes["remeasure"] = ctx.replay
             return arm_findings(man, base, final, None)
         problems, note = (resimulate.replay(ctx.op_dir, ctx.replay) if exact else
                           remeasure.replay(ctx.op_dir, man, perf, ctx.replay))
-    elif not (ctx.remeasure if ctx.remeasure is not None else default):
+    elif not on:
         ctx.notes["remeasure"] = {"status": "not_run", "default": "on" if default else "off", "reason": (
             "switched off by --no-remeasure" if default else "msprof: runs only with --remeasure, on the card")
             + "; complete_stage 5 accepts only a check that re-measured"}
         return arm_findings(man, base, final, None)
     else:
-        problems, note = (resimulate.run(ctx.op_dir, man, base, final) if exact else
-                          remeasure.run(ctx.op_dir, man, perf, base, final, force_fresh=set(block["implausible"])))
+        problems, note = (resimulate.run(ctx.op_dir, man, base, final, force_fresh=forced) if exact else
+                          remeasure.run(ctx.op_dir, man, perf, base, final, force_fresh=forced))
     ctx.notes["remeasure"] = note
     where = (note.get("path", ""),)
     rows = {row["case"]: row for row in note.get("cases", [])}
@@ -346,7 +350,7 @@ def gate_p10(ctx: Context) -> list[Finding]:
 
 def arm_findings(man, base, final, note) -> list[Finding]:
     return findings("P10.baseline_arm", [(cat, msg, check, want, got) for check, cat, msg, want, got in
-                                         sampled_values.baseline_arm_problems(man, base, final, note)])
+                                         baseline_arm.problems(man, base, final, note)])
 
 
 GATES: tuple[tuple[str, str, Callable[[Context], list[Finding]]], ...] = (

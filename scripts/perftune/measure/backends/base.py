@@ -67,7 +67,7 @@ class RunSpec:
     manifest_path: Path | None = None
     timeout_s: float = DEFAULT_TIMEOUT_S
     processes: int = 1  # fresh processes a case's repeats are spread over (frozen protocol.processes)
-    fresh_seed: int | None = None  # cpu: time the op on new data from this seed (stage5_check P10)
+    fresh_seed: int | None = None  # cpu, pypto-sim: time the op on new data from this seed (stage5_check P10)
 
     @property
     def manifest_file(self) -> Path:

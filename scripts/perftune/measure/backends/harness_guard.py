@@ -13,6 +13,8 @@ interpreter's own functions, never to anything the operator's code installs. Per
   calling thread's CPU time (``time.thread_time_ns``) during the call, and from its return to the
   test's end: a kernel may use threads while it runs (the call's time includes them), but CPU spent
   by other threads after the call returned is work finished outside the timed region;
+- ``call_cpu_us``: the process's CPU time during the call (every thread; load does not inflate it the
+  way it inflates wall time: ``verify/baseline_arm.py`` compares it across arms);
 - ``io_bytes``: bytes the process read and wrote during the call (``/proc/self/io``; a replay cache
   on disk, written while timed);
 - ``file_writes``: files opened for writing during the call (``sys.addaudithook`` "open" events, a hook
@@ -249,6 +251,7 @@ class CallGuard:
         self.children.append(children())
         return {"timer_intact": timer_intact(), "threads": self.threads, "children": self.children,
                 "other_cpu_us": round(max(during, 0) / 1000, 3), "other_cpu_after_us": round(max(after, 0) / 1000, 3),
+                "call_cpu_us": round(max(self.cpu1 - self.cpu0, 0) / 1000, 3),   # the process's CPU during the call
                 "patched": patched(self.libraries)[:20], "outputs_at_end": outputs_at_end, "io_bytes": self.io,
                 "file_writes": sorted(set(self.writes))[:10], "process_changed": self.changed[:10],
                 "thread_cpu_us": round((self.thread1 - self.thread0) / 1000, 3)}

@@ -44,7 +44,7 @@ from ...errors import CheckFailed, ContractError, EnvError
 from ...profiler import pypto_sim_files as files
 from ..attestation import ATTESTATION_JSON
 from .. import routing
-from .base import Backend, RepeatResult, RunSpec, adapter_command, marker_lines, repeat_dir_name, run_logged, runner_env, write_evidence_status
+from .base import Backend, RepeatResult, RunSpec, CHANNEL, adapter_command, marker_lines, repeat_dir_name, run_logged, runner_env, write_evidence_status
 
 LAUNCH_JSON = "launch.json"
 INSTALL_LINE = "python3 -m pip install -e '.[pypto-sim]', i.e. pypto==0.2.0 torch==2.13.0 sympy"
@@ -137,6 +137,7 @@ class PyptoSimBackend(Backend):
                                      "--manifest", str(spec.manifest_file), "--case-id", case.id,
                                      "--op-name", spec.op_name, "--warmup", str(warmup), "--repeats", "1",
                                      "--mode", mode, "--output", str(scratch / "result.json")], scratch)
+            fsio.write_json(scratch / CHANNEL, {"fresh_seed": spec.fresh_seed})   # as cpu: never the argv
             log = folder / "collection.log"
             proc = run_logged(argv, env=runner_env(spec.device_id), cwd=spec.op_dir, log_path=log,
                               timeout_s=spec.timeout_s)
@@ -149,17 +150,21 @@ class PyptoSimBackend(Backend):
                                   "the runner must print exactly one marker line")
             result = fsio.read_json(scratch / "result.json", what="runner result")
             if mode == "time":
-                self._archive(scratch, folder, case, spec.op_name, warmup, result, identity)
+                self._archive(scratch, folder, case, spec.op_name, warmup, result, identity,
+                              fresh=spec.fresh_seed is not None)
         return result
 
     def _archive(self, scratch: Path, folder: Path, case: Case, op_name: str, warmup: int,
-                 result: dict[str, Any], identity: dict[str, Any]) -> None:
+                 result: dict[str, Any], identity: dict[str, Any], fresh: bool = False) -> None:
+        """The timed launch's files; under ``--fresh-seed`` each test call launches twice (the timed call on
+        the fresh data, then the untimed one on the test's own arguments), the timed launch is the last but one."""
         outputs = sorted(p for p in (scratch / "output").glob("output_*") if (p / SIM_OUTPUT).is_dir())
         log = folder / "collection.log"
-        if len(outputs) != warmup + 1:
-            raise CheckFailed(log, case.id, f"{len(outputs)} simulator outputs for {warmup + 1} launches",
-                              "each test call must launch the kernel exactly once in SIM mode")
-        source = outputs[-1] / SIM_OUTPUT
+        per_call = 2 if fresh else 1
+        if len(outputs) != per_call * (warmup + 1):
+            raise CheckFailed(log, case.id, f"{len(outputs)} simulator outputs for {per_call * (warmup + 1)} "
+                              "launches", "each test call must launch the kernel exactly once in SIM mode")
+        source = outputs[-per_call] / SIM_OUTPUT
         for name in ARCHIVED + (files.MERGED_SWIMLANE,):
             path = source / name
             if not path.is_file():
