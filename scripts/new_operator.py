@@ -28,7 +28,7 @@ from __future__ import annotations
 import sys
 
 from perftune import fsio
-from perftune.argv import add_json_flag, parser_from_doc
+from perftune.argv import add_json_flag, parser_from_doc, path_arg
 from perftune.artefacts import scaffold, scaffold_pypto_sim
 from perftune.errors import run_cli
 
@@ -36,7 +36,7 @@ from perftune.errors import run_cli
 def build_parser():
     parser = parser_from_doc(__doc__, "new_operator.py")
     parser.add_argument("--op", required=True, help="operator name (a Python identifier)")
-    parser.add_argument("--dir", required=True, help="parent folder (e.g. custom); <DIR>/<NAME> is created")
+    parser.add_argument("--dir", required=True, type=path_arg, help="parent folder (e.g. custom); <DIR>/<NAME> is created")
     parser.add_argument("--backend", choices=("cpu", "pypto-sim"), default="cpu", help="the code the scaffold writes")
     parser.add_argument("--case-id", default="r64_c256_fp32", help="pypto-sim: the P0 case id")
     parser.add_argument("--shape", default="x:[64,256]", help="pypto-sim: the case shape, named groups allowed")
