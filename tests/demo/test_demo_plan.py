@@ -82,3 +82,14 @@ def test_items_a_failing_gate_closes_need_no_plan_entry(op_dir):
     left = flow.unplanned(op_dir, plan, items)
     assert "kb-softmax-output-by-kernel" in left and "card-cube-01" not in left and len(left) < len(items) / 2
     assert sorted(demo_plan.unplanned(plan, items)) == sorted(items)   # what the demo asked for before: all
+
+
+def test_a_failed_verdict_line_names_every_failed_check_id_once_in_order():
+    from perftune.demo import flow
+    verdict = {"verdict": "FAIL", "primary_failure_category": "measurement_invalid",
+               "failures": [{"check": "P3.launch_count", "category": "measurement_invalid"},
+                            {"check": "P10.remeasure", "category": "measurement_invalid"},
+                            {"check": "P3.launch_count", "category": "measurement_invalid"},
+                            {"gate": "P6", "category": "measurement_invalid"}]}   # a finding without a check id
+    assert flow.verdict_failed(verdict) == ("Stage 5 verification FAILED: P3.launch_count, P10.remeasure, P6 "
+                                            "(failure_category measurement_invalid).")

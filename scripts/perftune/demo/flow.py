@@ -194,11 +194,20 @@ def run_procedure(d: Driver, op: opfolder.Operator) -> tuple[Agent, dict[str, An
     raise ContractError(d.logs, "perf_next", f"no end after {MAX_STEPS} steps", "see the step logs")
 
 
+def verdict_failed(verdict: dict[str, Any]) -> str:
+    """The demo's last line for a FAIL: the failed check ids (stage5_check.json ``failures[].check``, else
+    the finding's ``gate``; once each, in their order) and the primary category, so the line alone says
+    where to look."""
+    checks = list(dict.fromkeys(f.get("check") or f["gate"] for f in verdict.get("failures") or []))
+    return (f"Stage 5 verification FAILED: {', '.join(checks) or 'no failed check recorded'} "
+            f"(failure_category {verdict.get('primary_failure_category')}).")
+
+
 def finish(d: Driver, agent: Agent) -> tuple[int, dict[str, Any]]:
     """The summary of the delivered evidence (the files the scripts wrote, as the last steps printed them)."""
     verdict = agent.data.get("verify") or fsio.read_json(d.op / "docs/perf/stage5_check.json", what="stage5_check")
     passed = verdict.get("verdict", verdict.get("status")) == "PASS"
-    line = "Stage 5 verification PASSED." if passed else "Stage 5 verification FAILED."
+    line = "Stage 5 verification PASSED." if passed else verdict_failed(verdict)
     perf = fsio.read_json(d.op / "performance.json", what="performance.json")
     selection = fsio.read_json(d.op / "docs/perf/selection.json", what="selection.json")
     result = demo_plan.summary(perf, selection, verdict, str(d.op / "PERFORMANCE_REPORT.md"), line)
