@@ -40,16 +40,22 @@ class Agent:
     outcomes: dict[str, str] = field(default_factory=dict)     # version -> what its compares decided
     data: dict[str, Any] = field(default_factory=dict)          # step key -> its last JSON output
     derived: demo_plan.Experiment | None = None                  # the derived experiment to register next
+    items: dict[str, dict] = field(default_factory=dict)        # item id -> ledger item (what a rule matches)
 
     def experiment(self, item_id: str) -> demo_plan.Experiment | None:
         return next((e for e in self.op.plan.experiments if e.item_id == item_id), None)
 
     def closure(self, item_id: str) -> demo_plan.Closure | None:
-        return next((c for c in self.op.plan.closures if c.item_id == item_id), None)
+        """The plan's closure of a ledger item: by its id or by the first rule it matches."""
+        return self.op.plan.closure_for(self.items.get(item_id) or {"item_id": item_id})
+
+    def read_ledger(self, ledger: dict) -> None:
+        self.items = {i["item_id"]: i for i in ledger["items"]}
 
     def pick(self, out: dict[str, Any], ledger: dict) -> tuple[dict | None, str | None]:
         """One step of a choice (or an ``--overlap`` item to ask perf_next about)."""
         steps = {s["key"]: s for s in out["steps"]}
+        self.read_ledger(ledger)
         open_ids = {i["item_id"] for i in ledger["items"] if not ledger_mod.is_terminal(i["status"])}
         if out["next"] == "hypothesis":
             item = steps["hypothesis"]["values"]["ITEM_ID"]
@@ -129,13 +135,13 @@ def _label(st: dict[str, Any], agent: Agent, item: str | None) -> str:
                or values.get("CONFIRM_PARTNER") or "")
 
 
-def unplanned(op: Path, plan: demo_plan.Plan, items: list[str]) -> list[str]:
-    """Enumerated items the plan neither tries nor closes, less those whose recorded gate fails here:
-    the close_gated step after ledger_show closes them (SKILL step 9)."""
+def unplanned(op: Path, plan: demo_plan.Plan, items: list[dict]) -> list[str]:
+    """Enumerated items the plan neither tries nor closes (by id or rule), less those whose recorded gate
+    fails here: the close_gated step after ledger_show closes them (SKILL step 9)."""
     ledger = fsio.read_json(op / "docs/perf/ledger.json", what="ledger.json")
     man = manifest_mod.load_manifest(op / protocol.MANIFEST_NAME)
     gated = {r["item_id"] for r in ledger_gates.gate_failures(ledger, man, ledger_gates.bound_evidence(op))}
-    return demo_plan.unplanned(plan, [i for i in items if i not in gated])
+    return demo_plan.unplanned(plan, [i for i in items if i["item_id"] not in gated])
 
 
 def run_step(d: Driver, agent: Agent, st: dict[str, Any], item: str | None) -> None:
@@ -160,8 +166,8 @@ def run_step(d: Driver, agent: Agent, st: dict[str, Any], item: str | None) -> N
     if key == "freeze":
         d.cases = tuple(c["id"] for c in data["content"]["cases"])
     if key == "ledger_show":
-        items = [i["item_id"] for i in (data.get("items") if isinstance(data, dict) else data) or []]
-        missing = unplanned(d.op, agent.op.plan, items)
+        agent.read_ledger(fsio.read_json(d.op / "docs/perf/ledger.json", what="ledger.json"))
+        missing = unplanned(d.op, agent.op.plan, list(agent.items.values()))
         if missing:
             raise ContractError(agent.op.folder / "variants/variants.json", "closures", f"ledger items without a "
                                 f"plan: {missing}", "add an experiment or a closure for each enumerated item")
