@@ -83,10 +83,12 @@ class Agent:
         item = values.get("ITEM_ID")
         proto = plan.protocol
         if key == "freeze":
-            target = proto.target_case_ids
+            target, backend = proto.target_case_ids, backends.get_backend(proto.backend)
+            warmup = backend.default_warmup if proto.warmup is None else proto.warmup
+            repeats = backend.default_repeats if proto.repeats is None else proto.repeats
             return {"TARGET_IDS": [target] if isinstance(target, str) else list(target),
                     "SELECTION_MODE": proto.selection_mode, "BACKEND": proto.backend, "OP_NAME": proto.op_name,
-                    "WARMUP": str(proto.warmup), "REPEATS": str(proto.repeats), "NOISE_BAND": str(proto.noise_band)}
+                    "WARMUP": str(warmup), "REPEATS": str(repeats), "NOISE_BAND": str(proto.noise_band)}
         if key == "golden":   # the defaults perf_next fills unless the plan names other functions
             return {f"GOLDEN_{k.upper()}": v for k, v in plan.golden.items()}
         if key in ("record_baseline", "record"):

@@ -2,7 +2,7 @@
 
 The plan is the operator folder's ``variants/variants.json`` (docs/operator-format.md): ``protocol``
 (what the dispatch and the engineer decide before freezing: backend, op name, target case ids or
-``all_p0``, selection mode, warm-up, repeats, noise band), optional ``golden`` (function, factory),
+``all_p0``, selection mode, warm-up and repeats (optional: the backend's own defaults), noise band), optional ``golden`` (function, factory),
 ``variants[]`` (one experiment per version: exactly ``version_id, item_id, source_kind,
 hypothesis, expected_metric``; each runs on the current best, so there is no ``parent``), ``closures[]`` (items closed without an experiment: a status with
 its note/grounds, or ``same_as`` another item's conclusion and evidence; each names its ``item_id`` or
@@ -76,8 +76,8 @@ class Protocol:
     op_name: str
     target_case_ids: tuple[str, ...] | str
     selection_mode: str
-    warmup: int
-    repeats: int
+    warmup: int | None       # None: the backend's own default (flow.Agent.judgement)
+    repeats: int | None
     noise_band: float
 
 
@@ -175,6 +175,9 @@ def _protocol(raw: Any, source: str) -> Protocol:
     numbers = {}
     for key, kind in (("warmup", int), ("repeats", int), ("noise_band", float)):
         value = raw.get(key)
+        if value is None and key != "noise_band":
+            numbers[key] = None   # the backend's own default
+            continue
         if isinstance(value, bool) or not isinstance(value, (int, float)) or (kind is int and not isinstance(value, int)):
             raise ContractError(source, f"protocol.{key}", f"{value!r} is not a {kind.__name__}", "fix it")
         numbers[key] = value

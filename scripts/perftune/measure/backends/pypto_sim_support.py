@@ -171,6 +171,7 @@ def to_numpy(tensor):
 
 
 def pypto_dtype(dtype: str):
-    """The pypto dtype of a canonical dtype name (float32, float16, bfloat16)."""
+    """The pypto dtype of a canonical dtype name (float32, float16, bfloat16; int32, int64 for indices)."""
     import pypto
-    return {"float32": pypto.DT_FP32, "float16": pypto.DT_FP16, "bfloat16": pypto.DT_BF16}[dtype]
+    return {"float32": pypto.DT_FP32, "float16": pypto.DT_FP16, "bfloat16": pypto.DT_BF16,
+            "int32": pypto.DT_INT32, "int64": pypto.DT_INT64}[dtype]
