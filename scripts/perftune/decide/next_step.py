@@ -120,8 +120,8 @@ def prepare(st: State) -> list[dict] | None:
             "result, with --noise-band-reason)",
             "TARGET_IDS": "the dispatch's optimization_target.case_ids verbatim; standalone (no dispatch): all_p0",
             "SELECTION_MODE": "the dispatch's selection_mode; standalone: all_p0_no_questions",
-            "BACKEND": "cpu | msprof | pypto-sim", "OP_NAME": "cpu: the kernel function test_<op>.py's wrapper "
-            "launches once per call; msprof: the Op Name from discovery"})]
+            "BACKEND": "cpu | msprof | pypto-sim", "OP_NAME": "cpu and pypto-sim: the kernel function "
+            "test_<op>.py's wrapper launches once per call; msprof: the Op Name from discovery"})]
     name = st.op.name
     proto = st.man.protocol
     frozen = {"DEVICE": str(proto.device_id), "WARMUP": str(proto.warmup), "REPEATS": str(proto.repeats),
