@@ -24,7 +24,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from perftune import fsio
-from perftune.argv import add_json_flag, parser_from_doc
+from perftune.argv import add_json_flag, parser_from_doc, path_arg
 from perftune.errors import ContractError, run_cli
 from perftune.knowledge import cases
 
@@ -36,7 +36,7 @@ def build_parser():
     parser.add_argument("--op-type", required=True, help="operator type, e.g. matmul, attention")
     parser.add_argument("--bound", required=True, help="bound family, routing or diagnosis label, e.g. mte2_bound")
     parser.add_argument("--limit", type=int, default=cases.MAX_CASES, help="at most this many (max 3)")
-    parser.add_argument("--references", default=str(REFERENCES), help="the skill's references folder")
+    parser.add_argument("--references", default=str(REFERENCES), type=path_arg, help="the skill's references folder")
     add_json_flag(parser)
     return parser
 

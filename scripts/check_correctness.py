@@ -28,13 +28,13 @@ import sys
 from perftune.measure import correctness, evidence
 from perftune.verify import early
 from perftune import fsio
-from perftune.argv import add_json_flag, parser_from_doc
+from perftune.argv import add_json_flag, add_op_dir, parser_from_doc
 from perftune.errors import run_cli
 
 
 def build_parser():
     parser = parser_from_doc(__doc__, "check_correctness.py")
-    parser.add_argument("--op-dir", required=True, help="operator directory (custom/<op>)")
+    add_op_dir(parser)
     parser.add_argument("--test-file", help="test file inside --op-dir (default test_<op>.py)")
     parser.add_argument("--timeout", type=float, default=correctness.DEFAULT_TIMEOUT_S, help="seconds per case")
     add_json_flag(parser)

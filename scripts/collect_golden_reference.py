@@ -30,17 +30,17 @@ from pathlib import Path
 from perftune.measure import evidence, golden_timing
 from perftune import fsio
 from perftune.contract import golden
-from perftune.argv import add_json_flag, parser_from_doc
+from perftune.argv import add_json_flag, parser_from_doc, path_arg
 from perftune.errors import run_cli
 
 
 def build_parser():
     parser = parser_from_doc(__doc__, "collect_golden_reference.py")
-    parser.add_argument("golden", type=Path, help="the <op>_golden.py file")
+    parser.add_argument("golden", type=path_arg, help="the <op>_golden.py file")
     parser.add_argument("--function", required=True, help="golden function to time")
     parser.add_argument("--factory", required=True, help="factory(manifest_cases) -> [(id, args, kwargs)]")
-    parser.add_argument("--case-manifest", required=True, type=Path, help="frozen PERFORMANCE_CASES.json")
-    parser.add_argument("--output-dir", required=True, type=Path, help="where the report is written (op dir)")
+    parser.add_argument("--case-manifest", required=True, type=path_arg, help="frozen PERFORMANCE_CASES.json")
+    parser.add_argument("--output-dir", required=True, type=path_arg, help="where the report is written (op dir)")
     parser.add_argument("--device", required=True, type=int, help="physical device id")
     parser.add_argument("--warmup", required=True, type=int, help="untimed calls per case")
     parser.add_argument("--repeats", required=True, type=int, help="timed repeats per case")

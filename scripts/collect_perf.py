@@ -32,7 +32,7 @@ from pathlib import Path
 from perftune.measure import batch, collect, devices, discovery
 from perftune.profiler import msprof_csv
 from perftune import fsio
-from perftune.argv import add_json_flag, parser_from_doc
+from perftune.argv import add_json_flag, add_op_dir, parser_from_doc, path_arg
 from perftune.errors import ContractError, run_cli
 
 HELP = {"formal": "a new docs/perf/round_NNN (formal compare evidence)", "preflight": "the selector preflight only",
@@ -45,7 +45,7 @@ def build_parser():
     sub = parser.add_subparsers(dest="command", required=True)
     for name, text in HELP.items():
         command = sub.add_parser(name, help=text, description=text)
-        command.add_argument("--op-dir", required=True, help="operator directory holding PERFORMANCE_CASES.json")
+        add_op_dir(command, "operator directory holding PERFORMANCE_CASES.json")
         for flag, kind in (("--backend", str), ("--device", int), ("--warmup", int), ("--repeats", int), ("--op-name", str)):
             command.add_argument(flag, type=kind, help="must equal the frozen protocol value (checked)")
         add_json_flag(command)
@@ -58,14 +58,14 @@ def build_parser():
     sub.choices["formal"].add_argument("--jobs", type=int, help="pypto-sim: cases simulated side by side (default: cores)")
     sub.choices["list-op-names"].add_argument("--case-id", required=True, help="one known case id")
     many = sub.add_parser("batch", help="formal rounds of several operators across the cards (or a Slurm array)")
-    many.add_argument("--op-dirs", nargs="+", required=True, help="frozen operator folders")
+    many.add_argument("--op-dirs", nargs="+", required=True, type=path_arg, help="frozen operator folders")
     for command in (many, sub.add_parser("merge", help="the consolidated summary of a batch's task results")):
-        command.add_argument("--shared-dir", required=True, help="folder of results/ and batch_summary.json")
+        command.add_argument("--shared-dir", required=True, type=path_arg, help="folder of results/ and batch_summary.json")
         add_json_flag(command)
     many.add_argument("--devices", help="cards of this host, e.g. 0,1,2,3,4,5,6,7")
     many.add_argument("--emit", choices=("slurm",), help="write a Slurm job-array script instead of running")
     many.add_argument("--cards-per-task", type=int, default=8, help="Slurm: cards per array task (default 8)")
-    many.add_argument("--output", help="Slurm: the script file to write (never overwritten)")
+    many.add_argument("--output", type=path_arg, help="Slurm: the script file to write (never overwritten)")
     return parser
 
 

@@ -32,7 +32,7 @@ import sys
 
 from perftune.decide import calibration, compare, quick
 from perftune import fsio
-from perftune.argv import add_json_flag, parser_from_doc
+from perftune.argv import add_json_flag, add_op_dir, parser_from_doc
 from perftune.errors import run_cli
 from perftune.report import formal
 from perftune.report.text import fmt, fmt_ci
@@ -44,11 +44,11 @@ def build_parser():
     formal = sub.add_parser("formal", help="formal compare -> performance.json/.log, perf_report.md, figures")
     quick = sub.add_parser("quick", help="quick screen vs the formal baseline (never ranks)")
     cal = sub.add_parser("calibrate", help="freeze the effective noise band from 1-2 baseline rounds")
-    cal.add_argument("--op-dir", required=True, help="operator directory (custom/<op>)")
+    add_op_dir(cal)
     cal.add_argument("--rounds", nargs="+", required=True, help="one or two formal rounds of the baseline code")
     add_json_flag(cal)
     for command in (formal, quick):
-        command.add_argument("--op-dir", required=True, help="operator directory (custom/<op>)")
+        add_op_dir(command)
         command.add_argument("--baseline", required=True, help="baseline round: round_NNN or collection id")
         add_json_flag(command)
     formal.add_argument("--candidate", required=True, help="candidate (final) round: round_NNN or collection id")

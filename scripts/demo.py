@@ -29,17 +29,17 @@ import sys
 
 from perftune.demo import flow, opfolder, plan
 from perftune import fsio
-from perftune.argv import add_json_flag, parser_from_doc
+from perftune.argv import add_json_flag, parser_from_doc, path_arg
 from perftune.errors import run_cli
 
 
 def build_parser():
     parser = parser_from_doc(__doc__, "demo.py")
     which = parser.add_mutually_exclusive_group()
-    which.add_argument("--op-dir", help="operator folder in the documented format (docs/operator-format.md)")
+    which.add_argument("--op-dir", type=path_arg, help="operator folder in the documented format (docs/operator-format.md)")
     which.add_argument("--example", default=opfolder.DEFAULT_EXAMPLE,
                        help=f"bundled example under examples/ (default {opfolder.DEFAULT_EXAMPLE})")
-    parser.add_argument("--workdir", help="folder for the runs (default: demo_work/ in the plugin root)")
+    parser.add_argument("--workdir", type=path_arg, help="folder for the runs (default: demo_work/ in the plugin root)")
     parser.add_argument("--keep", action="store_true", help="keep earlier demo runs in the work folder")
     add_json_flag(parser)
     return parser

@@ -28,7 +28,7 @@ from dataclasses import asdict
 
 from perftune.orchestrate import docs_index
 from perftune import fsio
-from perftune.argv import add_json_flag, parser_from_doc
+from perftune.argv import add_json_flag, parser_from_doc, path_arg
 from perftune.errors import ContractError, run_cli
 
 EXIT_NEED_PROVISION = 4
@@ -38,7 +38,7 @@ def build_parser():
     parser = parser_from_doc(__doc__, "docs_search.py")
     parser.add_argument("query", nargs="*", help="search words (joined with spaces)")
     parser.add_argument("--limit", type=int, default=10, help="maximum results (default 10)")
-    parser.add_argument("--root", nargs="+", action="extend", metavar="DIR", help="search these folders only")
+    parser.add_argument("--root", nargs="+", action="extend", metavar="DIR", type=path_arg, help="search these folders only")
     parser.add_argument("--check", action="store_true", help="READY / NEED_PROVISION for PYPTO_DEVKIT_DIR")
     add_json_flag(parser)
     return parser

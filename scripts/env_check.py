@@ -30,13 +30,13 @@ from pathlib import Path
 from perftune.orchestrate import docs_index, env
 from perftune import fsio
 from perftune.contract import schemas
-from perftune.argv import add_json_flag, parser_from_doc
+from perftune.argv import add_json_flag, parser_from_doc, path_arg
 from perftune.errors import EXIT_ENV, ContractError, run_cli
 
 
 def build_parser():
     parser = parser_from_doc(__doc__, "env_check.py")
-    parser.add_argument("--output", default="env_report.json", help="report path (default ./env_report.json)")
+    parser.add_argument("--output", default="env_report.json", type=path_arg, help="report path (default ./env_report.json)")
     parser.add_argument("--timeout", type=float, default=env.DEFAULT_TIMEOUT_S,
                         help=f"seconds per external tool call (default {env.DEFAULT_TIMEOUT_S:g})")
     add_json_flag(parser)

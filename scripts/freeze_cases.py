@@ -30,9 +30,9 @@ from pathlib import Path
 
 from perftune import fsio
 from perftune.contract import freeze as freezing, frozen_inputs, manifest, op_name, protocol
-from perftune.argv import add_json_flag, parser_from_doc
+from perftune.argv import add_json_flag, add_op_dir, parser_from_doc
 from perftune.errors import ContractError, run_cli
-from perftune.measure import discovery, evidence
+from perftune.measure import backends, discovery, evidence
 from perftune.measure.backends import pypto_sim
 
 
@@ -40,7 +40,7 @@ def build_parser():
     parser = parser_from_doc(__doc__, "freeze_cases.py")
     sub = parser.add_subparsers(dest="command", required=True)
     freeze = sub.add_parser("freeze", help="build and write the manifest (never overwrites)")
-    freeze.add_argument("--op-dir", required=True, help="operator directory (custom/<op>)")
+    add_op_dir(freeze)
     freeze.add_argument("--target-case-ids", nargs="+", required=True, help="optimisation target case ids, "
                         "or all_p0 (every P0 case of SPEC.md; the standalone default)")
     freeze.add_argument("--selection-mode", required=True, choices=protocol.SELECTION_MODES)
@@ -50,8 +50,10 @@ def build_parser():
     freeze.add_argument("--op-name-from", metavar="RECORD", help="discovery record docs/perf/discovery/"
                         "discovery_NNN.json: take (or check) the op name there")
     freeze.add_argument("--device", type=int, default=0, help="physical device id (default 0)")
-    freeze.add_argument("--warmup", type=int, default=protocol.DEFAULT_WARMUP)
-    freeze.add_argument("--repeats", type=int, default=protocol.DEFAULT_REPEATS)
+    freeze.add_argument("--warmup", type=int, help="untimed calls per repeat (default: the backend's, "
+                        f"{backends.defaults_text('default_warmup')})")
+    freeze.add_argument("--repeats", type=int, help="timed repeats per case (default: the backend's, "
+                        f"{backends.defaults_text('default_repeats')})")
     freeze.add_argument("--seed", type=int, default=protocol.SEED, help="must be 42")
     freeze.add_argument("--aggregation", choices=protocol.AGGREGATIONS, default=protocol.DEFAULT_AGGREGATION)
     freeze.add_argument("--decision-method", choices=protocol.DECISION_METHODS, default="bootstrap")
@@ -72,7 +74,7 @@ def build_parser():
     add_json_flag(freeze)
     for name, text in (("validate", "validate an existing manifest"), ("show", "print the manifest")):
         command = sub.add_parser(name, help=text)
-        command.add_argument("--op-dir", required=True), add_json_flag(command)
+        add_op_dir(command), add_json_flag(command)
     return parser
 
 
@@ -85,8 +87,10 @@ def main(argv=None) -> int:
                                                          device=args.device, op_name=args.op_name)
         elif not args.op_name:
             raise ContractError("freeze_cases.py", "--op-name", "is missing", "pass --op-name or --op-name-from")
+        chosen = backends.get_backend(args.backend)
         proto = manifest.make_protocol(
-            backend=args.backend, device_id=args.device, warmup=args.warmup, repeats=args.repeats,
+            backend=args.backend, device_id=args.device, repeats=chosen.default_repeats if args.repeats is None
+            else args.repeats, warmup=chosen.default_warmup if args.warmup is None else args.warmup,
             op_name=args.op_name, seed=args.seed, aggregation=args.aggregation,
             launch=discovery.launch_from_record(args.op_name_from, args.op_name),
             decision={"method": args.decision_method, "noise_band": args.noise_band, "multiplicity": args.multiplicity,

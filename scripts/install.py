@@ -29,7 +29,7 @@ from pathlib import Path
 
 from perftune import fsio
 from perftune.orchestrate import install as installer
-from perftune.argv import add_json_flag, parser_from_doc
+from perftune.argv import add_json_flag, parser_from_doc, path_arg
 from perftune.errors import run_cli
 
 PLUGIN_ROOT = Path(__file__).resolve().parent.parent
@@ -40,7 +40,7 @@ def build_parser():
     parser.add_argument("--host", required=True, choices=sorted(installer.HOSTS))
     parser.add_argument("--level", choices=installer.LEVELS, default="project",
                         help="project: <dest>/<host folder>; global: <home>/<host folder> (default project)")
-    parser.add_argument("--dest", help="project directory (project) or home directory (global); "
+    parser.add_argument("--dest", type=path_arg, help="project directory (project) or home directory (global); "
                                        "default: the current directory / your home")
     parser.add_argument("--uninstall", action="store_true", help="remove a previous install and restore backups")
     add_json_flag(parser)

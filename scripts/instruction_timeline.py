@@ -29,7 +29,7 @@ import sys
 from pathlib import Path
 
 from perftune import fsio
-from perftune.argv import add_json_flag, parser_from_doc
+from perftune.argv import add_json_flag, add_op_dir, parser_from_doc, path_arg
 from perftune.errors import ContractError, run_cli
 from perftune.measure import timeline_collect
 from perftune.profiler import timeline
@@ -39,7 +39,7 @@ def build_parser():
     parser = parser_from_doc(__doc__, "instruction_timeline.py")
     sub = parser.add_subparsers(dest="command", required=True)
     collect = sub.add_parser("collect", help="trace every case of a formal round and write timeline.json files")
-    collect.add_argument("--op-dir", required=True, help="operator directory")
+    add_op_dir(collect, "operator directory")
     collect.add_argument("--round", required=True, help="round_NNN, its path or collection id (the final round)")
     collect.add_argument("--source", choices=timeline_collect.SOURCES, default="card",
                          help="card: instruction profiling + export; simulator: msprof op simulator")
@@ -47,7 +47,7 @@ def build_parser():
     collect.add_argument("--soc-version", help="simulator only: the simulator model, e.g. Ascend950")
     add_json_flag(collect)
     parse = sub.add_parser("parse", help="print the per-pipe model of one Chrome trace file")
-    parse.add_argument("--trace", required=True, action="append",
+    parse.add_argument("--trace", required=True, action="append", type=path_arg,
                        help="a trace.json, msprof_*.json or trace_view.json (repeat for the slices of one export)")
     parse.add_argument("--op-name", help="the target kernel's exact name (its window); default: the whole capture")
     parse.add_argument("--core", help="the core a per-core simulator trace belongs to (default: its folder name)")

@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 from perftune import fsio
-from perftune.argv import add_json_flag, parser_from_doc
+from perftune.argv import add_json_flag, parser_from_doc, path_arg
 from perftune.errors import ContractError, run_cli
 from perftune.knowledge import integrity, symbols
 
@@ -33,13 +33,13 @@ def build_parser():
     parser = parser_from_doc(__doc__, "kb_check.py")
     sub = parser.add_subparsers(dest="command", required=True)
     chk = sub.add_parser("check", help="check the references folder")
-    chk.add_argument("--references", default=str(REFERENCES), help="the skill's references folder")
+    chk.add_argument("--references", default=str(REFERENCES), type=path_arg, help="the skill's references folder")
     add_json_flag(chk)
     sym = sub.add_parser("symbols", help="extract the API symbol list from public samples")
-    sym.add_argument("--samples", required=True, help="checkout of hicann/pypto (docs/ and python/tests/)")
+    sym.add_argument("--samples", required=True, type=path_arg, help="checkout of hicann/pypto (docs/ and python/tests/)")
     sym.add_argument("--commit", required=True, help="commit the checkout is at (recorded)")
     sym.add_argument("--repository", default="hicann/pypto")
-    sym.add_argument("--out", default=str(REFERENCES / integrity.SYMBOLS_FILE))
+    sym.add_argument("--out", default=str(REFERENCES / integrity.SYMBOLS_FILE), type=path_arg)
     return parser
 
 

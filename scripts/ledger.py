@@ -35,11 +35,11 @@ from perftune.decide import citations, item_decision, ledger, ledger_gates, ledg
 from perftune.contract import manifest, protocol
 from perftune.measure import correctness
 from perftune.verify import early
-from perftune.argv import add_json_flag, parser_from_doc
+from perftune.argv import add_json_flag, add_op_dir, parser_from_doc, path_arg
 from perftune.errors import run_cli
 
 FLAGS = {
-    "init": [("--sources-dir", {})],
+    "init": [("--sources-dir", {"type": path_arg})],
     "add": [("--item-id", {"required": True}), ("--title", {"required": True}), ("--anchor", {"default": "-"}),
             ("--evidence-file", {"required": True, "help": "bottleneck evidence file inside --op-dir"}),
             ("--case-scope", {"default": "all"}), ("--expected-metric", {"required": True}),
@@ -61,7 +61,7 @@ def build_parser():
     sub = parser.add_subparsers(dest="command", required=True)
     for name, flags in FLAGS.items():
         command = sub.add_parser(name, help=f"{name} (see the module help)")
-        command.add_argument("--op-dir", required=True, help="operator directory (custom/<op>)")
+        add_op_dir(command)
         command.add_argument("--actor", default="pypto-pro-op-optimizer", help="who makes the change")
         for flag, options in flags:
             command.add_argument(flag, **options)

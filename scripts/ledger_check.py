@@ -23,13 +23,13 @@ import sys
 
 from perftune import fsio
 from perftune.decide import ledger, ledger_sources
-from perftune.argv import add_json_flag, parser_from_doc
+from perftune.argv import add_json_flag, add_op_dir, parser_from_doc
 from perftune.errors import run_cli
 
 
 def build_parser():
     parser = parser_from_doc(__doc__, "ledger_check.py")
-    parser.add_argument("--op-dir", required=True, help="operator directory (custom/<op>)")
+    add_op_dir(parser)
     add_json_flag(parser)
     return parser
 

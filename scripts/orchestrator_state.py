@@ -21,7 +21,7 @@ import sys
 from perftune import fsio
 from perftune.contract import protocol
 from perftune.orchestrate import stage_gate, state
-from perftune.argv import add_json_flag, parser_from_doc
+from perftune.argv import add_json_flag, add_op_dir, parser_from_doc
 from perftune.errors import FAILURE_CATEGORIES, run_cli
 
 STAGE, REASON = ("--stage", dict(type=int, required=True)), ("--reason", dict(required=True))
@@ -62,7 +62,7 @@ def build_parser():
     sub = parser.add_subparsers(dest="command", required=True)
     for name, (text, flags) in ACTIONS.items():
         command = sub.add_parser(name, help=text)
-        command.add_argument("--op-dir", required=True, help="operator directory (custom/<op>)")
+        add_op_dir(command)
         command.add_argument("--actor", required=name != "show", help=f"must be {state.ACTOR}")
         for flag, kwargs in flags:
             command.add_argument(flag, **kwargs)

@@ -25,7 +25,7 @@ import shlex
 import sys
 
 from perftune import fsio
-from perftune.argv import add_json_flag, parser_from_doc
+from perftune.argv import add_json_flag, add_op_dir, parser_from_doc
 from perftune.decide import next_step
 from perftune.demo import skill as skill_mod, steps
 from perftune.errors import run_cli
@@ -44,7 +44,7 @@ def render(key: str, values: dict, needs: dict, op_dir: str, skill: skill_mod.Sk
 
 def build_parser():
     parser = parser_from_doc(__doc__, "perf_next.py")
-    parser.add_argument("--op-dir", required=True, help="operator directory (custom/<op>)")
+    add_op_dir(parser)
     parser.add_argument("--overlap", metavar="ITEM", help="your judgement: the next preset item is the experiment "
                         "of the closed item ITEM; prints its close_item with ITEM's status and evidence")
     add_json_flag(parser)

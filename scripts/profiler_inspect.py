@@ -28,14 +28,14 @@ from __future__ import annotations
 import sys
 
 from perftune import fsio
-from perftune.argv import add_json_flag, parser_from_doc
+from perftune.argv import add_json_flag, parser_from_doc, path_arg
 from perftune.errors import run_cli
 from perftune.profiler import inspection
 
 
 def build_parser():
     parser = parser_from_doc(__doc__, "profiler_inspect.py")
-    parser.add_argument("path", metavar="PATH", help="a PROF_*, OPPROF_*, ASCEND_PROFILER_OUTPUT folder or a file")
+    parser.add_argument("path", metavar="PATH", type=path_arg, help="a PROF_*, OPPROF_*, ASCEND_PROFILER_OUTPUT folder or a file")
     parser.add_argument("--op-name", help="the exact Op Name of the target kernel")
     parser.add_argument("--platform", help="platform file with the chip's core counts (platforms/atlas-*.json)")
     parser.add_argument("--chip", help="npu-smi 'Chip Name' of the card (picks the platform file's core entry)")

@@ -39,7 +39,7 @@ import sys
 from perftune.decide import candidates, versions
 from perftune.measure import correctness, evidence
 from perftune import fsio
-from perftune.argv import add_json_flag, parser_from_doc
+from perftune.argv import add_json_flag, add_op_dir, parser_from_doc
 from perftune.errors import run_cli
 
 
@@ -61,7 +61,7 @@ def build_parser():
     res = sub.add_parser("restore", help="put a recorded or archived tried version's code back in place")
     res.add_argument("--version", required=True, help="the version id (folder name under docs/perf/versions)")
     for command in sub.choices.values():
-        command.add_argument("--op-dir", required=True, help="operator directory (custom/<op>)")
+        add_op_dir(command)
         add_json_flag(command)
     return parser
 

@@ -24,14 +24,14 @@ from __future__ import annotations
 import sys
 
 from perftune import fsio
-from perftune.argv import add_json_flag, parser_from_doc
+from perftune.argv import add_json_flag, add_op_dir, parser_from_doc
 from perftune.errors import run_cli
 from perftune.verify import stage4
 
 
 def build_parser():
     parser = parser_from_doc(__doc__, "stage4_gates.py")
-    parser.add_argument("--op-dir", required=True, help="operator directory (custom/<op>)")
+    add_op_dir(parser)
     parser.add_argument("--op", help="operator name (default: the directory name); files test_<op>.py ...")
     parser.add_argument("--import-timeout", type=float, default=stage4.DEFAULT_IMPORT_TIMEOUT_S,
                         metavar="SECONDS", help="limit for the delivery import probe (default %(default)s)")

@@ -29,14 +29,14 @@ from pathlib import Path
 
 from perftune import fsio
 from perftune.contract import protocol, schemas
-from perftune.argv import add_json_flag, parser_from_doc
+from perftune.argv import add_json_flag, add_op_dir, parser_from_doc
 from perftune.errors import run_cli
 from perftune.verify import stage5
 
 
 def build_parser():
     parser = parser_from_doc(__doc__, "stage5_check.py")
-    parser.add_argument("--op-dir", required=True, help="operator directory (custom/<op>)")
+    add_op_dir(parser)
     parser.add_argument("--target-case-ids", nargs="+", required=True, help="dispatch target case ids")
     parser.add_argument("--selection-mode", required=True, choices=protocol.SELECTION_MODES)
     parser.add_argument("--no-rerun", action="store_true",

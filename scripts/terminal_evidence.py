@@ -28,7 +28,7 @@ import sys
 
 from perftune import fsio
 from perftune.terminal import records as terminal_evidence
-from perftune.argv import add_json_flag, parser_from_doc
+from perftune.argv import add_json_flag, add_op_dir, parser_from_doc, path_arg
 from perftune.errors import run_cli
 
 
@@ -36,12 +36,12 @@ def build_parser():
     parser = parser_from_doc(__doc__, "terminal_evidence.py")
     sub = parser.add_subparsers(dest="command", required=True)
     probe = sub.add_parser("probe", help="measure the cpu platform peaks and write a platform file")
-    probe.add_argument("--output", required=True, help="platform file to write (e.g. <op>/docs/perf/platform_cpu.json)")
+    probe.add_argument("--output", required=True, type=path_arg, help="platform file to write (e.g. <op>/docs/perf/platform_cpu.json)")
     add_json_flag(probe)
     build = sub.add_parser("build", help="write docs/perf/terminal_evidence.json for a formal round")
-    build.add_argument("--op-dir", required=True, help="operator directory")
+    add_op_dir(build, "operator directory")
     build.add_argument("--round", required=True, help="round_NNN, its path, or its collection id (the final round)")
-    build.add_argument("--platform", help="platform file (cpu default: <op-dir>/docs/perf/platform_cpu.json)")
+    build.add_argument("--platform", type=path_arg, help="platform file (cpu default: <op-dir>/docs/perf/platform_cpu.json)")
     build.add_argument("--output", help="path inside --op-dir (default docs/perf/terminal_evidence.json)")
     add_json_flag(build)
     return parser

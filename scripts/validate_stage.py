@@ -26,7 +26,7 @@ from __future__ import annotations
 import sys
 
 from perftune import fsio
-from perftune.argv import add_json_flag, parser_from_doc
+from perftune.argv import add_json_flag, add_op_dir, parser_from_doc
 from perftune.contract import schemas
 from perftune.errors import run_cli
 from perftune.verify import stage_check
@@ -35,7 +35,7 @@ from perftune.verify import stage_check
 def build_parser():
     parser = parser_from_doc(__doc__, "validate_stage.py")
     parser.add_argument("stage", type=int, choices=(1, 2, 3, 4), help="the stage whose hand-off is checked")
-    parser.add_argument("--op-dir", required=True, help="operator directory (custom/<op>)")
+    add_op_dir(parser)
     parser.add_argument("--op", help="operator name (default: the directory name)")
     parser.add_argument("--timeout", type=float, default=120.0, metavar="SECONDS",
                         help="limit for running the golden once (default %(default)s)")

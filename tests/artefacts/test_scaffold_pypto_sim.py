@@ -24,7 +24,7 @@ def scaffold(tmp_path, *extra):
 
 def test_bad_cases_are_one_line_errors(tmp_path):
     for flags, field in ((("--shape", "x:[256]"), "--shape"), (("--dtype", "int8"), "--dtype"),
-                         (("--case-id", "1x"), "--case-id"), (("--shape", "x:[0,3]"), "--shape/--dtype")):
+                         (("--case-id", "1x"), "--case-id"), (("--shape", "x:[0,3]"), "--shape")):
         proc = run_script("new_operator.py", "--op", "rms", "--dir", tmp_path, "--backend", "pypto-sim", *flags)
         assert_one_line_error(proc, 2, field)
     assert not (tmp_path / "rms").exists()

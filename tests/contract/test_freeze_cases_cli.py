@@ -77,3 +77,22 @@ def test_validate_detects_edit_and_corruption(op_dir):
     assert_one_line_error(run_script("freeze_cases.py", "validate", "--op-dir", op_dir), 2, "seed")
     path.write_text("{not json")
     assert_one_line_error(run_script("freeze_cases.py", "validate", "--op-dir", op_dir), 2, "malformed JSON")
+
+
+@pytest.mark.parametrize("backend, example, op_name, expected", [
+    ("cpu", "softmax", "softmax_kernel", (3, 10)),
+    ("pypto-sim", "pypto_softmax", "pypto_softmax_kernel", (0, 2)),   # docs/pypto-sim-backend.md
+])
+def test_without_warmup_and_repeats_the_freeze_takes_the_backends_own_defaults(tmp_path, backend, example,
+                                                                                op_name, expected):
+    import shutil
+    from conftest import ROOT
+    op = tmp_path / example
+    shutil.copytree(ROOT / "examples" / example, op, ignore=shutil.ignore_patterns("__pycache__", "docs", "variants"))
+    proc = run_script("freeze_cases.py", "freeze", "--op-dir", op, "--target-case-ids", "all_p0",
+                      "--selection-mode", "all_p0_no_questions", "--backend", backend, "--op-name", op_name)
+    assert proc.returncode == 0, proc.stderr
+    frozen = json.loads((op / "PERFORMANCE_CASES.json").read_text())["protocol"]
+    assert (frozen["warmup"], frozen["repeats"]) == expected
+    helptext = run_script("freeze_cases.py", "freeze", "--help").stdout
+    assert "pypto-sim 0" in helptext and "pypto-sim 2" in helptext

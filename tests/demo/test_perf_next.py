@@ -29,8 +29,8 @@ JUDGEMENT = {
 }
 
 
-def next_of(op, run=run_script):
-    proc = run("perf_next.py", "--op-dir", op, "--json")
+def next_of(op, run=run_script, cwd=None):
+    proc = run("perf_next.py", "--op-dir", op, "--json", cwd=cwd)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
 
@@ -76,8 +76,8 @@ def test_perf_next_takes_an_unseen_operator_to_pass(tmp_path):
     variants = op / "variants"
     shutil.move(variants, tmp_path / "variants")      # the agent's own drafts, not part of the folder
     commands, edits, calls, keys = 0, 0, 0, []
-    for _ in range(80):
-        out = next_of(op, call_script)
+    for _ in range(80):   # the agent works in tmp_path and names its folder relative to it (#36 Deliver 5)
+        out = next_of(op.relative_to(tmp_path), call_script, cwd=tmp_path)
         calls += 1
         steps = out["steps"]
         if out["mode"] == "choice":   # the agent's choice: an experiment for a planned item, else the sweep
@@ -93,7 +93,7 @@ def test_perf_next_takes_an_unseen_operator_to_pass(tmp_path):
                 continue
             assert step["command"], step
             argv = fill(step["command"], judge(step, tmp_path))
-            proc = run_printed(argv, op)
+            proc = run_printed(argv, tmp_path)
             commands += 1
             assert proc.returncode in (0, 1), f"{step['key']}: {argv}\n{proc.stderr[-2000:]}"
             if proc.returncode == 1:   # exit 1 is a result the next perf_next reads from the evidence

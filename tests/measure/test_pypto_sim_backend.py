@@ -138,6 +138,10 @@ def test_cli_end_to_end_follows_the_installed_extra(tmp_path):
     assert status["simulator_files"][files.STAT_REPORT] == evidence.fsio.sha256_file(repeat / files.STAT_REPORT)
     assert not list(home.iterdir()), "side files reached HOME"
     assert not (op / "output").exists() and not list(loaded.path.rglob(".pypto_sim_*"))
+    # pypto's swim-lane scripts ran with this interpreter (bubble_analysis.log above), the drawing-only
+    # ones not at all: no plotly/matplotlib traceback in the launch log
+    log = (repeat / "collection.log").read_text()
+    assert "Traceback" not in log and "draw_pipe_swim_lane.py not run" in log and "print_swim_lane.py not run" in log
     final = evidence.load_round(op, "round_001")
     man = manifest_mod.load_manifest(op / "PERFORMANCE_CASES.json")
     edited = dataclasses.replace(final, cases={CASE: dataclasses.replace(loaded, samples_us=[s * 1.01 for s in

@@ -37,6 +37,7 @@ def test_side_files_go_to_a_removed_temporary_folder_unless_a_runner_placed_them
     folders = {Path(p).parent for p in out["env"].values()}
     assert len(folders) == 1 and folders.pop().parent == tmp_path
     assert not list(tmp_path.glob("pypto_sim_op_*")), "the temporary folder outlived the process"
+    assert not list(tmp_path.glob("pypto_sim_bin_*")), "the helper-script folder outlived the process"
     placed = {"TILE_FWK_OUTPUT_DIR": "/x/out", "PYPTO_HOME": "/x/home", "ASCEND_PROCESS_LOG_PATH": "/x/log"}
     assert child({**base, **placed})["env"] == placed
 

@@ -20,7 +20,7 @@ from . import candidates, ledger as ledger_mod, ledger_gates, way_forward
 from .. import fsio
 from ..contract import manifest as manifest_mod, protocol
 from ..errors import ContractError
-from ..measure import correctness, evidence
+from ..measure import backends, correctness, evidence
 
 PERF = protocol.PERF_DIR
 BOTTLENECK_DIR = f"{PERF}/bottleneck"   # step 11's profiles: terminal_evidence_<round>.json
@@ -115,12 +115,14 @@ def prepare(st: State) -> list[dict] | None:
         if not run["all_passed"]:
             return [step("stop", "the unchanged code fails its own tests: Stage 4 work, not Stage 5")]
         return [step("freeze", "no PERFORMANCE_CASES.json", {"DEVICE": "0"}, {
-            "WARMUP": "default 3", "REPEATS": "default 10", "NOISE_BAND": "default 0.01 (widen only before any "
+            "WARMUP": f"the backend's default: {backends.defaults_text('default_warmup')}",
+            "REPEATS": f"the backend's default: {backends.defaults_text('default_repeats')}",
+            "NOISE_BAND": "default 0.01 (widen only before any "
             "result, with --noise-band-reason)",
             "TARGET_IDS": "the dispatch's optimization_target.case_ids verbatim; standalone (no dispatch): all_p0",
             "SELECTION_MODE": "the dispatch's selection_mode; standalone: all_p0_no_questions",
-            "BACKEND": "cpu | msprof | pypto-sim", "OP_NAME": "cpu: the kernel function test_<op>.py's wrapper "
-            "launches once per call; msprof: the Op Name from discovery"})]
+            "BACKEND": "cpu | msprof | pypto-sim", "OP_NAME": "cpu and pypto-sim: the kernel function "
+            "test_<op>.py's wrapper launches once per call; msprof: the Op Name from discovery"})]
     name = st.op.name
     proto = st.man.protocol
     frozen = {"DEVICE": str(proto.device_id), "WARMUP": str(proto.warmup), "REPEATS": str(proto.repeats),

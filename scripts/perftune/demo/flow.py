@@ -40,16 +40,22 @@ class Agent:
     outcomes: dict[str, str] = field(default_factory=dict)     # version -> what its compares decided
     data: dict[str, Any] = field(default_factory=dict)          # step key -> its last JSON output
     derived: demo_plan.Experiment | None = None                  # the derived experiment to register next
+    items: dict[str, dict] = field(default_factory=dict)        # item id -> ledger item (what a rule matches)
 
     def experiment(self, item_id: str) -> demo_plan.Experiment | None:
         return next((e for e in self.op.plan.experiments if e.item_id == item_id), None)
 
     def closure(self, item_id: str) -> demo_plan.Closure | None:
-        return next((c for c in self.op.plan.closures if c.item_id == item_id), None)
+        """The plan's closure of a ledger item: by its id or by the first rule it matches."""
+        return self.op.plan.closure_for(self.items.get(item_id) or {"item_id": item_id})
+
+    def read_ledger(self, ledger: dict) -> None:
+        self.items = {i["item_id"]: i for i in ledger["items"]}
 
     def pick(self, out: dict[str, Any], ledger: dict) -> tuple[dict | None, str | None]:
         """One step of a choice (or an ``--overlap`` item to ask perf_next about)."""
         steps = {s["key"]: s for s in out["steps"]}
+        self.read_ledger(ledger)
         open_ids = {i["item_id"] for i in ledger["items"] if not ledger_mod.is_terminal(i["status"])}
         if out["next"] == "hypothesis":
             item = steps["hypothesis"]["values"]["ITEM_ID"]
@@ -77,10 +83,12 @@ class Agent:
         item = values.get("ITEM_ID")
         proto = plan.protocol
         if key == "freeze":
-            target = proto.target_case_ids
+            target, backend = proto.target_case_ids, backends.get_backend(proto.backend)
+            warmup = backend.default_warmup if proto.warmup is None else proto.warmup
+            repeats = backend.default_repeats if proto.repeats is None else proto.repeats
             return {"TARGET_IDS": [target] if isinstance(target, str) else list(target),
                     "SELECTION_MODE": proto.selection_mode, "BACKEND": proto.backend, "OP_NAME": proto.op_name,
-                    "WARMUP": str(proto.warmup), "REPEATS": str(proto.repeats), "NOISE_BAND": str(proto.noise_band)}
+                    "WARMUP": str(warmup), "REPEATS": str(repeats), "NOISE_BAND": str(proto.noise_band)}
         if key == "golden":   # the defaults perf_next fills unless the plan names other functions
             return {f"GOLDEN_{k.upper()}": v for k, v in plan.golden.items()}
         if key in ("record_baseline", "record"):
@@ -129,13 +137,13 @@ def _label(st: dict[str, Any], agent: Agent, item: str | None) -> str:
                or values.get("CONFIRM_PARTNER") or "")
 
 
-def unplanned(op: Path, plan: demo_plan.Plan, items: list[str]) -> list[str]:
-    """Enumerated items the plan neither tries nor closes, less those whose recorded gate fails here:
-    the close_gated step after ledger_show closes them (SKILL step 9)."""
+def unplanned(op: Path, plan: demo_plan.Plan, items: list[dict]) -> list[str]:
+    """Enumerated items the plan neither tries nor closes (by id or rule), less those whose recorded gate
+    fails here: the close_gated step after ledger_show closes them (SKILL step 9)."""
     ledger = fsio.read_json(op / "docs/perf/ledger.json", what="ledger.json")
     man = manifest_mod.load_manifest(op / protocol.MANIFEST_NAME)
     gated = {r["item_id"] for r in ledger_gates.gate_failures(ledger, man, ledger_gates.bound_evidence(op))}
-    return demo_plan.unplanned(plan, [i for i in items if i not in gated])
+    return demo_plan.unplanned(plan, [i for i in items if i["item_id"] not in gated])
 
 
 def run_step(d: Driver, agent: Agent, st: dict[str, Any], item: str | None) -> None:
@@ -160,8 +168,8 @@ def run_step(d: Driver, agent: Agent, st: dict[str, Any], item: str | None) -> N
     if key == "freeze":
         d.cases = tuple(c["id"] for c in data["content"]["cases"])
     if key == "ledger_show":
-        items = [i["item_id"] for i in (data.get("items") if isinstance(data, dict) else data) or []]
-        missing = unplanned(d.op, agent.op.plan, items)
+        agent.read_ledger(fsio.read_json(d.op / "docs/perf/ledger.json", what="ledger.json"))
+        missing = unplanned(d.op, agent.op.plan, list(agent.items.values()))
         if missing:
             raise ContractError(agent.op.folder / "variants/variants.json", "closures", f"ledger items without a "
                                 f"plan: {missing}", "add an experiment or a closure for each enumerated item")
@@ -194,11 +202,20 @@ def run_procedure(d: Driver, op: opfolder.Operator) -> tuple[Agent, dict[str, An
     raise ContractError(d.logs, "perf_next", f"no end after {MAX_STEPS} steps", "see the step logs")
 
 
+def verdict_failed(verdict: dict[str, Any]) -> str:
+    """The demo's last line for a FAIL: the failed check ids (stage5_check.json ``failures[].check``, else
+    the finding's ``gate``; once each, in their order) and the primary category, so the line alone says
+    where to look."""
+    checks = list(dict.fromkeys(f.get("check") or f["gate"] for f in verdict.get("failures") or []))
+    return (f"Stage 5 verification FAILED: {', '.join(checks) or 'no failed check recorded'} "
+            f"(failure_category {verdict.get('primary_failure_category')}).")
+
+
 def finish(d: Driver, agent: Agent) -> tuple[int, dict[str, Any]]:
     """The summary of the delivered evidence (the files the scripts wrote, as the last steps printed them)."""
     verdict = agent.data.get("verify") or fsio.read_json(d.op / "docs/perf/stage5_check.json", what="stage5_check")
     passed = verdict.get("verdict", verdict.get("status")) == "PASS"
-    line = "Stage 5 verification PASSED." if passed else "Stage 5 verification FAILED."
+    line = "Stage 5 verification PASSED." if passed else verdict_failed(verdict)
     perf = fsio.read_json(d.op / "performance.json", what="performance.json")
     selection = fsio.read_json(d.op / "docs/perf/selection.json", what="selection.json")
     result = demo_plan.summary(perf, selection, verdict, str(d.op / "PERFORMANCE_REPORT.md"), line)

@@ -2,11 +2,18 @@
 
 The plan is the operator folder's ``variants/variants.json`` (docs/operator-format.md): ``protocol``
 (what the dispatch and the engineer decide before freezing: backend, op name, target case ids or
-``all_p0``, selection mode, warm-up, repeats, noise band), optional ``golden`` (function, factory),
+``all_p0``, selection mode, warm-up and repeats (optional: the backend's own defaults), noise band), optional ``golden`` (function, factory),
 ``variants[]`` (one experiment per version: exactly ``version_id, item_id, source_kind,
 hypothesis, expected_metric``; each runs on the current best, so there is no ``parent``), ``closures[]`` (items closed without an experiment: a status with
-its note/grounds, or ``same_as`` another item's conclusion and evidence) and ``sweep`` (scope and
-findings of the final candidate sweep). It stands in for the agent's judgement, nothing else.
+its note/grounds, or ``same_as`` another item's conclusion and evidence; each names its ``item_id`` or
+closes by rule, ``match: {source_kind, gate, keyword}``, so a plan can be written before any ledger
+exists) and ``sweep`` (scope and findings of the final candidate sweep). It stands in for the agent's
+judgement, nothing else.
+
+Which entry covers a ledger item (:meth:`Plan.closure_for`): its experiment; else the closure naming its
+id; else the first rule, in plan order, whose every given key matches: ``source_kind`` equals the item's,
+``gate`` names one of its recorded gates (``gates.<name>``), ``keyword`` is a case-insensitive part of
+its title, or of that gate's text when ``gate`` is given.
 
 The plan decides nothing a rule decides: promotion is ``compare_perf.py quick``'s
 ``promotion.promote`` and the item decision ``compare_perf.py formal``'s ``item_acceptance``, both by
@@ -22,6 +29,8 @@ from ..errors import ContractError
 
 
 EXPERIMENT_FIELDS = ("version_id", "item_id", "source_kind", "hypothesis", "expected_metric")
+RULE_KEYS = ("source_kind", "gate", "keyword")
+CLOSURE_FIELDS = ("item_id", "match", "note", "status", "same_as", "applicability", "grounds")
 
 
 @dataclass(frozen=True)
@@ -34,13 +43,31 @@ class Experiment:
 
 
 @dataclass(frozen=True)
+class Rule:
+    """A closure's ``match``: every given key must hold for a ledger item (module docstring)."""
+    source_kind: str | None = None
+    gate: str | None = None
+    keyword: str | None = None
+
+    def matches(self, item: dict[str, Any]) -> bool:
+        gates = item.get("gates") or {}
+        if self.source_kind is not None and item.get("source_kind") != self.source_kind:
+            return False
+        if self.gate is not None and self.gate not in gates:
+            return False
+        text = str(gates[self.gate]) if self.gate is not None else str(item.get("title", ""))
+        return self.keyword is None or self.keyword.casefold() in text.casefold()
+
+
+@dataclass(frozen=True)
 class Closure:
-    item_id: str
+    item_id: str | None
     note: str
     status: str | None = None
     same_as: str | None = None
     applicability: str | None = None
     grounds: str | None = None
+    match: Rule | None = None
 
 
 @dataclass(frozen=True)
@@ -49,8 +76,8 @@ class Protocol:
     op_name: str
     target_case_ids: tuple[str, ...] | str
     selection_mode: str
-    warmup: int
-    repeats: int
+    warmup: int | None       # None: the backend's own default (flow.Agent.judgement)
+    repeats: int | None
     noise_band: float
 
 
@@ -64,8 +91,16 @@ class Plan:
     golden: dict[str, str] = field(default_factory=dict)
     compliance: str = "single kernel, wrapper unchanged"
 
-    def planned_items(self) -> set[str]:
-        return {e.item_id for e in self.experiments} | {c.item_id for c in self.closures}
+    def closure_for(self, item: dict[str, Any]) -> Closure | None:
+        """The closure that covers a ledger item: by its id, else the first matching rule; None for an
+        item with an experiment (it is tried, never closed by rule) or one the plan does not cover."""
+        by_id = next((c for c in self.closures if c.item_id == item["item_id"]), None)
+        if by_id is not None or any(e.item_id == item["item_id"] for e in self.experiments):
+            return by_id
+        return next((c for c in self.closures if c.match is not None and c.match.matches(item)), None)
+
+    def covers(self, item: dict[str, Any]) -> bool:
+        return any(e.item_id == item["item_id"] for e in self.experiments) or self.closure_for(item) is not None
 
 
 def _field(entry: Any, key: str, source: str, where: str) -> str:
@@ -94,14 +129,7 @@ def parse_plan(obj: Any, source: str = "variants.json") -> Plan:
                                 "give every variant its own version_id")
         seen.add(exp.version_id)
         experiments.append(exp)
-    closures = []
-    for i, entry in enumerate(obj.get("closures", [])):
-        where = f"closures[{i}]"
-        closure = Closure(_field(entry, "item_id", source, where), _field(entry, "note", source, where),
-                          entry.get("status"), entry.get("same_as"), entry.get("applicability"), entry.get("grounds"))
-        if (closure.status is None) == (closure.same_as is None):
-            raise ContractError(source, where, "needs exactly one of status / same_as", "fix the closure")
-        closures.append(closure)
+    closures = [_closure(entry, source, f"closures[{i}]") for i, entry in enumerate(obj.get("closures", []))]
     sweep = obj.get("sweep") or {}
     findings = tuple(sweep.get("findings", []))
     for i, finding in enumerate(findings):
@@ -110,6 +138,30 @@ def parse_plan(obj: Any, source: str = "variants.json") -> Plan:
     return Plan(tuple(experiments), tuple(closures), _field(sweep, "scope", source, "sweep"), findings,
                 _protocol(obj.get("protocol"), source), _golden(obj.get("golden"), source),
                 obj.get("compliance") or "single kernel, wrapper unchanged")
+
+
+def _closure(entry: Any, source: str, where: str) -> Closure:
+    """One closure: ``item_id`` or ``match`` (exactly one), a note, and exactly one of status / same_as."""
+    if not isinstance(entry, dict):
+        raise ContractError(source, where, "is not an object", "give item_id or match, note, status or same_as")
+    extra = sorted(set(entry) - set(CLOSURE_FIELDS))
+    if extra:
+        raise ContractError(source, f"{where}.{extra[0]}", "is not a field of a closure", f"the fields are {list(CLOSURE_FIELDS)}")
+    if ("item_id" in entry) == ("match" in entry):
+        raise ContractError(source, where, "needs exactly one of item_id / match",
+                            "name the item, or close by rule: match {source_kind, gate, keyword}")
+    rule = None
+    if "match" in entry:
+        raw = entry["match"]
+        if not isinstance(raw, dict) or not raw or set(raw) - set(RULE_KEYS):
+            raise ContractError(source, f"{where}.match", f"{raw!r} is not a rule", f"give one or more of {list(RULE_KEYS)}")
+        rule = Rule(**{key: _field(raw, key, source, f"{where}.match") for key in raw})
+    item_id = _field(entry, "item_id", source, where) if rule is None else None
+    closure = Closure(item_id, _field(entry, "note", source, where), entry.get("status"), entry.get("same_as"),
+                      entry.get("applicability"), entry.get("grounds"), rule)
+    if (closure.status is None) == (closure.same_as is None):
+        raise ContractError(source, where, "needs exactly one of status / same_as", "fix the closure")
+    return closure
 
 
 def _protocol(raw: Any, source: str) -> Protocol:
@@ -123,6 +175,9 @@ def _protocol(raw: Any, source: str) -> Protocol:
     numbers = {}
     for key, kind in (("warmup", int), ("repeats", int), ("noise_band", float)):
         value = raw.get(key)
+        if value is None and key != "noise_band":
+            numbers[key] = None   # the backend's own default
+            continue
         if isinstance(value, bool) or not isinstance(value, (int, float)) or (kind is int and not isinstance(value, int)):
             raise ContractError(source, f"protocol.{key}", f"{value!r} is not a {kind.__name__}", "fix it")
         numbers[key] = value
@@ -139,9 +194,9 @@ def _golden(raw: Any, source: str) -> dict[str, str]:
     return {key: _field(raw, key, source, "golden") for key in ("function", "factory") if key in raw}
 
 
-def unplanned(plan: Plan, ledger_items: list[str]) -> list[str]:
-    """Ledger items that the plan neither tests nor closes (the demo refuses to guess them)."""
-    return sorted(set(ledger_items) - plan.planned_items())
+def unplanned(plan: Plan, ledger_items: list[dict[str, Any]]) -> list[str]:
+    """Ids of the ledger items that the plan neither tests nor closes (the demo refuses to guess them)."""
+    return sorted(i["item_id"] for i in ledger_items if not plan.covers(i))
 
 
 def _num(value: Any) -> str:

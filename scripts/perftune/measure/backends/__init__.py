@@ -47,6 +47,12 @@ def get_backend(name: str) -> Backend:
     return getattr(module, class_name)()
 
 
+def defaults_text(attribute: str) -> str:
+    """``"cpu 3, msprof 3, pypto-sim 0"``: every backend's own default of ``default_warmup`` or
+    ``default_repeats`` (what perf_next prints before the freeze, when no backend is frozen yet)."""
+    return ", ".join(f"{name} {getattr(get_backend(name), attribute)}" for name in protocol.BACKENDS)
+
+
 def __getattr__(name: str):
     """``Backend``, ``RunSpec``, ``runner_env``, ...: :mod:`.base` is imported on first access."""
     if name in _FROM_BASE:
@@ -55,4 +61,4 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["get_backend", *_FROM_BASE]
+__all__ = ["defaults_text", "get_backend", *_FROM_BASE]

@@ -163,10 +163,14 @@ def marker_lines(stdout: str) -> list[str]:
 
 
 class Backend(ABC):
-    """A measurement backend. Subclasses set ``name`` and ``timing_source_file``."""
+    """A measurement backend. Subclasses set ``name`` and ``timing_source_file``; ``default_warmup`` and
+    ``default_repeats`` are the backend's own protocol defaults (what ``freeze_cases.py freeze`` takes
+    without ``--warmup``/``--repeats`` and ``perf_next.py`` prints before the freeze)."""
 
     name: str = ""
     timing_source_file: str = ""
+    default_warmup: int = protocol.DEFAULT_WARMUP
+    default_repeats: int = protocol.DEFAULT_REPEATS
 
     @abstractmethod
     def check_environment(self) -> None:

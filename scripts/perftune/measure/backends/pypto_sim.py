@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from ... import fsio
+from ...contract import protocol
 from ...contract.manifest import Case
 from ...errors import CheckFailed, ContractError, EnvError
 from ...profiler import pypto_sim_files as files
@@ -99,6 +100,8 @@ def simulator_identity(arch: str = DEFAULT_ARCH) -> dict[str, Any]:
 class PyptoSimBackend(Backend):
     name = "pypto-sim"
     timing_source_file = files.STAT_REPORT
+    default_warmup = 0                                     # a simulated launch has nothing to warm
+    default_repeats = protocol.DETERMINISTIC_MIN_REPEATS  # repeats only prove determinism
 
     def check_environment(self) -> None:
         for module in ("pypto", "torch", "sympy"):

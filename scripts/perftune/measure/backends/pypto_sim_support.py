@@ -12,8 +12,10 @@ and the cwd), then call :func:`enable_cpu_outputs` in each test before the launc
         actual = OP_wrapper(x)
         _assert_precision(sim.to_numpy(actual), OP_golden_cpu(...), dtype)
 
-The three pieces (docs/pypto-sim-backend.md, "Correctness on this backend"):
+The pieces (docs/pypto-sim-backend.md, "Correctness on this backend"):
 
+- **Helper scripts** (at import, :func:`route_helper_scripts`): pypto runs its swim-lane scripts with
+  this process's interpreter, the two that only draw pictures not at all (no traceback in the logs).
 - **Side files** (at import): when no runner placed them (``pypto_sim_runner`` sets
   ``TILE_FWK_OUTPUT_DIR``, ``PYPTO_HOME``, ``ASCEND_PROCESS_LOG_PATH``), they go to a temporary
   folder removed at exit.
@@ -37,8 +39,11 @@ from __future__ import annotations
 import atexit
 import ctypes
 import importlib.metadata
+import importlib.util
 import os
+import shlex
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
@@ -57,7 +62,39 @@ def keep_side_files_out() -> None:
         os.environ.setdefault(name, os.path.join(scratch, leaf))
 
 
+# pypto 0.2.0's simulator runs `python3 <pypto>/lib/scripts/<name>.py ...` through system(3) after every
+# launch, with whichever python3 comes first on PATH; these two only draw pictures (PNG, HTML) that no
+# evidence reads, and need matplotlib, pandas and plotly there (~2.5 s a launch when they can).
+DRAWING_ONLY = ("draw_pipe_swim_lane.py", "print_swim_lane.py")
+SHIM = """#!/bin/sh
+# perftune pypto_sim_support: pypto's helper scripts run with the interpreter of this process
+case "$1" in
+{skipped}) echo "perftune: pypto's $(basename "$1") not run (it only draws a picture; docs/pypto-sim-backend.md)"; exit 0;;
+esac
+exec {python} "$@"
+"""
+
+
+def route_helper_scripts() -> None:
+    """Put a ``python3`` first on PATH that runs pypto's helper scripts with this process's interpreter
+    (``draw_swim_lane.py`` writes ``bubble_analysis.log`` and ``merged_swimlane.json``, which the evidence
+    reads) and skips the :data:`DRAWING_ONLY` ones, which otherwise leave an ImportError traceback in
+    every launch log. Removed at exit."""
+    spec = importlib.util.find_spec("pypto")
+    if spec is None or not spec.origin:
+        return
+    scripts = Path(spec.origin).parent / "lib" / "scripts"
+    folder = tempfile.mkdtemp(prefix="pypto_sim_bin_")
+    atexit.register(shutil.rmtree, folder, True)
+    shim = Path(folder) / "python3"
+    shim.write_text(SHIM.format(skipped="|".join(shlex.quote(str(scripts / name)) for name in DRAWING_ONLY),
+                                python=shlex.quote(sys.executable)), encoding="utf-8")
+    shim.chmod(0o755)
+    os.environ["PATH"] = os.pathsep.join([folder, os.environ.get("PATH", "")])
+
+
 keep_side_files_out()
+route_helper_scripts()
 
 
 def require_supported() -> str:
@@ -134,6 +171,7 @@ def to_numpy(tensor):
 
 
 def pypto_dtype(dtype: str):
-    """The pypto dtype of a canonical dtype name (float32, float16, bfloat16)."""
+    """The pypto dtype of a canonical dtype name (float32, float16, bfloat16; int32, int64 for indices)."""
     import pypto
-    return {"float32": pypto.DT_FP32, "float16": pypto.DT_FP16, "bfloat16": pypto.DT_BF16}[dtype]
+    return {"float32": pypto.DT_FP32, "float16": pypto.DT_FP16, "bfloat16": pypto.DT_BF16,
+            "int32": pypto.DT_INT32, "int64": pypto.DT_INT64}[dtype]
