@@ -34,7 +34,7 @@ from .. import fsio
 from ..contract import manifest, protocol, schemas
 from ..errors import ContractError, PerftuneError
 from . import beyond_p0, capture_window, cited_evidence, contract_history, plausibility, provenance, remeasure
-from . import resimulate, sampled_values, sim_launch, stage4 as stage4_mod, timed_calls
+from . import resimulate, sampled_values, search_check, sim_launch, stage4 as stage4_mod, timed_calls
 from .checks import Finding, finding, findings
 from .verdict import SUGGESTED_ACTION, Stage5Result, exit_code, render_text  # noqa: F401 (the CLI's names)
 from . import soundness as sound
@@ -238,7 +238,8 @@ def gate_p7(ctx: Context) -> list[Finding]:
     out = (findings("P7.ledger", ev.ledger_problems(ctx.op_dir), category=cat)
            + findings("P7.cited_evidence", cited_evidence.ledger_problems(ctx.op_dir), category=cat)
            + findings("P7.cited_paths", cited_evidence.path_problems(ctx.op_dir), category=cat)
-           + findings("P7.selection", ev.selection_problems(ctx.op_dir, ctx.delivered_sha), category=cat))
+           + findings("P7.selection", ev.selection_problems(ctx.op_dir, ctx.delivered_sha), category=cat)
+           + findings("P7.search", search_check.problems(ctx.op_dir)))
     led = ctx.op_dir / protocol.PERF_DIR / protocol.LEDGER_NAME
     if led.is_file():  # the ledger cannot lie: every item's decision recomputed by the frozen rule
         out += findings("P7.item_decision", item_decision.decision_problems(ctx.op_dir, fsio.read_json(
