@@ -70,11 +70,17 @@ def replay(block: dict[str, Any], told: list[float | None]) -> list[dict[str, An
 
 
 def _tell(study, trial, value: float | None) -> None:
+    """Tell one trial; the grid sampler's ``study.stop()`` once the grid is asked (meant for ``optimize``,
+    refused outside it) comes after the trial is stored, so it only ends the grid here."""
     optuna = _optuna()
-    if value is None:
-        study.tell(trial, state=optuna.trial.TrialState.FAIL)
-    else:
-        study.tell(trial, float(value))
+    try:
+        if value is None:
+            study.tell(trial, state=optuna.trial.TrialState.FAIL)
+        else:
+            study.tell(trial, float(value))
+    except RuntimeError as exc:
+        if "Study.stop" not in str(exc):
+            raise
 
 
 def _storage(op_dir: Path, item_id: str, url: str | None) -> str:
