@@ -35,6 +35,8 @@ STEPS = (
     Step("bottleneck_profile", "item", "terminal_evidence.py", "profile of the current best (derived items)"),
     Step("derived_add", "item", "ledger.py", "register a bottleneck_derived item"),
     Step("hypothesis", "item", "ledger.py", "write the hypothesis into the item before the edit"),
+    Step("tune_declare", "item", "tune.py", "or, for a parameter space, freeze a search instead of one edit"),
+    Step("tune", "item", "tune.py", "measure every point of the frozen search once; the best left in place"),
     Step("quick", "item", "collect_perf.py", "quick screen of the edited code"),
     Step("quick_compare", "item", "compare_perf.py", "promotion by the frozen rule"),
     Step("paired_formal", "item", "collect_perf.py", "formal round paired with the current best"),
