@@ -6,11 +6,14 @@ import shutil
 import pytest
 
 from conftest import EXAMPLE, assert_one_line_error, freeze_example, run_script
+from perftune.decide import next_step
+from perftune.demo import skill
 from perftune.verify import search_check
 from perftune.verify.checks import findings
 
 KERNEL = "    xf = x.astype(np.float64)\n"
-# the point EXTRA_PASSES=4 does four more exponent passes: several times slower, a gap no load swing closes
+# the base and the point EXTRA_PASSES=4 do four more exponent passes: several times slower than the point
+# EXTRA_PASSES=0, a gap no load swing closes
 PARAMETERISED = KERNEL + "    _ = [np.exp(xf) for _ in range(EXTRA_PASSES)]\n"
 
 
@@ -25,7 +28,7 @@ def searched(tmp_path_factory):
     op = tmp_path_factory.mktemp("tune") / "softmax"
     shutil.copytree(EXAMPLE, op, ignore=shutil.ignore_patterns("__pycache__", "docs", "variants"))
     test = op / "test_softmax.py"
-    text = test.read_text().replace(KERNEL, PARAMETERISED).replace("\n\ndef softmax_kernel", "\nEXTRA_PASSES = 0\n\n\ndef softmax_kernel", 1)
+    text = test.read_text().replace(KERNEL, PARAMETERISED).replace("\n\ndef softmax_kernel", "\nEXTRA_PASSES = 4\n\n\ndef softmax_kernel", 1)
     test.write_text(text)
     freeze_example(op, "--noise-band", "0.2", "--noise-band-reason", "a loaded shared 2-core test machine")
     run = json.loads(ok("check_correctness.py", "--op-dir", op, "--json").stdout)["run_id"]
@@ -37,8 +40,11 @@ def searched(tmp_path_factory):
     item = next(i["item_id"] for i in ledger["items"] if i["source_kind"] == "general_method")
     declared = json.loads(ok("tune.py", "declare", "--op-dir", op, "--item", item, "--param", "EXTRA_PASSES=4,0",
                              "--batch", "2", "--hypothesis", "fewer passes, less time", "--json").stdout)
+    # perf_next's item loop (SKILL steps 11-20; this fixture skips the golden and platform steps before it)
+    before = next_step.explore(next_step.gather(op))
     out = json.loads(ok("tune.py", "run", "--op-dir", op, "--item", item, "--workers", "2", "--json").stdout)
-    return op, item, declared, out
+    after = next_step.explore(next_step.gather(op))
+    return op, item, declared, out, (before, after)
 
 
 def _copy(searched, tmp_path):
@@ -48,14 +54,14 @@ def _copy(searched, tmp_path):
 
 
 def test_every_point_is_measured_once_archived_and_the_best_is_in_place(searched):
-    op, item, declared, out = searched
+    op, item, declared, out, _ = searched
     assert declared["points"] == 2 and declared["search"]["budget"] == 2
     assert sorted(p["values"]["EXTRA_PASSES"] for p in out["points"]) == [0, 4]
     assert all(p["status"] == "measured" and p["correctness"]["all_passed"] for p in out["points"])
     fast = next(p for p in out["points"] if p["values"]["EXTRA_PASSES"] == 0)
     slow = next(p for p in out["points"] if p["values"]["EXTRA_PASSES"] == 4)
-    # the objective is the paired screen's score vs the base (EXTRA_PASSES=0 is the base's own code)
-    assert slow["objective"] < fast["objective"]
+    # the objective is the paired screen's score vs the base (EXTRA_PASSES=4 is the base's own code)
+    assert slow["objective"] < 1.5 < fast["objective"]
     assert out["best"]["trial"] == fast["trial"] and out["ranking"][0] == fast["trial"]
     assert "EXTRA_PASSES = 0\n" in (op / "test_softmax.py").read_text()
     for p in out["points"]:
@@ -116,3 +122,21 @@ def test_choosing_another_point_than_the_rule_fails_p7_search(searched, tmp_path
     record["best"]["trial"] = record["ranking"][1]
     (folder / "search.json").write_text(json.dumps(record))
     assert [f.category for f in _p7(op)] == ["cheating"]
+
+
+def test_perf_next_prints_tune_for_a_declared_search_then_goes_on_with_the_best_point(searched):
+    before, after = searched[4]
+    assert [s["key"] for s in before] == ["tune"] and before[0]["values"]["ITEM_ID"] == searched[1]
+    assert "scripts/tune.py run --op-dir DIR --item ITEM_ID" in skill.load().command("tune")
+    assert [s["key"] for s in after] == ["correctness"]     # the best point's code in place: the normal path
+
+
+def test_the_report_lists_every_point_and_draws_the_space(searched, tmp_path):
+    from perftune.report import final_md, search_plots
+    record = searched[3]
+    inputs = final_md.FinalInputs("softmax", {}, {}, {}, None, None, None, [], {}, (record,))
+    text = "\n".join(final_md._searches(inputs))
+    assert text.count("| t_00") == 2 and f"search/{searched[1]}/search.json" in text
+    points = [{**p, "values": {**p["values"], "ROWS": r}} for p in record["points"] for r in (1, 2)]
+    png = search_plots.space(["EXTRA_PASSES", "ROWS"], [[4, 0], [1, 2]], points, 0, tmp_path / "map.png", "t")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 5000
