@@ -42,7 +42,9 @@ def searched(tmp_path_factory):
                              "--batch", "2", "--hypothesis", "fewer passes, less time", "--json").stdout)
     # perf_next's item loop (SKILL steps 11-20; this fixture skips the golden and platform steps before it)
     before = next_step.explore(next_step.gather(op))
-    out = json.loads(ok("tune.py", "run", "--op-dir", op, "--item", item, "--workers", "2", "--json").stdout)
+    # the multi-host path on one machine: Dask distributed, a LocalCluster of two worker processes
+    out = json.loads(ok("tune.py", "run", "--op-dir", op, "--item", item, "--engine", "dask", "--workers", "2",
+                        "--json").stdout)
     after = next_step.explore(next_step.gather(op))
     return op, item, declared, out, (before, after)
 
@@ -56,6 +58,7 @@ def _copy(searched, tmp_path):
 def test_every_point_is_measured_once_archived_and_the_best_is_in_place(searched):
     op, item, declared, out, _ = searched
     assert declared["points"] == 2 and declared["search"]["budget"] == 2
+    assert (out["engine"], out["workers"], out["storage"]) == ("dask", 2, "sqlite:study.db")
     assert sorted(p["values"]["EXTRA_PASSES"] for p in out["points"]) == [0, 4]
     assert all(p["status"] == "measured" and p["correctness"]["all_passed"] for p in out["points"])
     fast = next(p for p in out["points"] if p["values"]["EXTRA_PASSES"] == 0)
