@@ -35,7 +35,6 @@ STEPS = (
     Step("bottleneck_profile", "item", "terminal_evidence.py", "profile of the current best (derived items)"),
     Step("derived_add", "item", "ledger.py", "register a bottleneck_derived item"),
     Step("hypothesis", "item", "ledger.py", "write the hypothesis into the item before the edit"),
-    Step("tune_declare", "item", "tune.py", "or, for a parameter space, freeze a search instead of one edit"),
     Step("tune", "item", "tune.py", "measure every point of the frozen search once; the best left in place"),
     Step("quick", "item", "collect_perf.py", "quick screen of the edited code"),
     Step("quick_compare", "item", "compare_perf.py", "promotion by the frozen rule"),
@@ -60,6 +59,9 @@ ORDER = tuple(s.key for s in STEPS)
 EXTRA = {
     "restore": (Step("restore", "any", "select_best.py", "put a recorded or tried version's code in place"),
                 "python3 ${CLAUDE_PLUGIN_ROOT}/scripts/select_best.py restore --op-dir DIR --version VERSION_ID --json"),
+    "tune_declare": (Step("tune_declare", "item", "tune.py", "or, for a parameter space, freeze a search instead of one edit"),
+                     "python3 ${CLAUDE_PLUGIN_ROOT}/scripts/tune.py declare --op-dir DIR --item ITEM_ID SEARCH_ARGS "
+                     "--hypothesis \"HYPOTHESIS\" --json"),
     "close_gated": (Step("close_gated", "prepare", "ledger.py", "close every item whose recorded gate fails here"),
                     "python3 ${CLAUDE_PLUGIN_ROOT}/scripts/ledger.py close-gated --op-dir DIR --json"),
 }
