@@ -143,3 +143,28 @@ def test_the_report_lists_every_point_and_draws_the_space(searched, tmp_path):
     points = [{**p, "values": {**p["values"], "ROWS": r}} for p in record["points"] for r in (1, 2)]
     png = search_plots.space(["EXTRA_PASSES", "ROWS"], [[4, 0], [1, 2]], points, 0, tmp_path / "map.png", "t")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 5000
+
+
+def test_a_range_expands_high_included_and_bad_declarations_are_one_line_contract_errors():
+    from perftune.decide import search
+    from perftune.errors import ContractError
+    assert search.parse_param("TILE_BYTES=4096:16384:4096")["values"] == [4096, 8192, 12288, 16384]
+    assert search.parse_param("_build.rows=1,2,'a'")["values"] == [1, 2, "a"]
+    for bad in ("TILE=", "TILE=1,1", "TILE=8:4:1", "TILE=1:2:0", "1TILE=1", "TILE=[1]"):
+        with pytest.raises(ContractError):
+            search.parse_param(bad)
+    code = "A = 1\nB = 'x'\n\ndef f(x, rows=8):\n    return x\n"
+    assert search.apply(code, {"A": 3, "f.rows": 16}, "t.py") == "A = 3\nB = 'x'\n\ndef f(x, rows=16):\n    return x\n"
+    with pytest.raises(ContractError):
+        search.apply(code + "A = 2\n", {"A": 3}, "t.py")       # two literals named A: which one is the point's?
+
+
+def test_a_plan_experiment_may_carry_a_search_instead_of_a_variant_file():
+    from perftune.demo import plan
+    from perftune.errors import ContractError
+    base = json.loads((EXAMPLE.parent / "pypto_softmax/variants/variants.json").read_text())
+    parsed = plan.parse_plan(base)
+    assert parsed.experiments[0].search[:2] == ("--param", "TILE_BYTES=4096:49152:4096")
+    base["variants"][0]["search"] = "TILE_BYTES=1,2"
+    with pytest.raises(ContractError, match="search"):
+        plan.parse_plan(base)
