@@ -28,7 +28,7 @@ def test_ci_runs_the_readme_test_command():
 def test_ci_installs_the_extras_it_tests_with_torch_pinned_to_the_cpu_build():
     """CI runs the pypto-sim backend for real; torch is pinned exactly (a range pulls a multi-GB CUDA build)."""
     command = _setup_commands()[1].strip()
-    assert "'.[test,pypto-sim]'" in command
+    assert "'.[test,pypto-sim,autotune]'" in command
     chinese = (ROOT / "README.zh-CN.md").read_text()
     assert command in chinese.splitlines()
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]

@@ -16,7 +16,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from . import candidates, ledger as ledger_mod, ledger_gates, way_forward
+from . import candidates, ledger as ledger_mod, ledger_gates, search as search_mod, way_forward
 from .. import fsio
 from ..contract import manifest as manifest_mod, protocol
 from ..errors import ContractError
@@ -232,9 +232,12 @@ def explore(st: State, overlap: str | None = None) -> list[dict] | None:
     if recorded is not None:   # accepted and recorded: it is the best now; close against the best before it
         return [_close_accepted(st, item, recorded)]
     common = {"ITEM_ID": item["item_id"], **_best_values(b), "CODE_REF": _test_file(st)}
+    record = search_mod.load_record(st.op, item["item_id"]) if item.get("search") else None
+    if item.get("search") and (record or {}).get("status") != "complete":
+        return [step("tune", f"{item['item_id']}: the frozen search is not measured", common)]
     if st.code_sha == b["sha"]:
         return [step("edit", f"{item['item_id']}: edit {_test_file(st)} from {b['version']} (one idea, S5-2), "
-                     "then step correctness", common, {"code edit": item.get("hypothesis") or ""})]
+                     "then step correctness; or freeze a search over a parameter space (step tune_declare)", common, {"code edit": item.get("hypothesis") or ""})]
     run = _run(st, st.code_sha)
     if run is None:
         return [step("correctness", "the edited code has no correctness run")]
@@ -379,5 +382,10 @@ def next_steps(op_dir: str | Path, overlap: str | None = None) -> dict[str, Any]
     preset item with the evidence of the closed experiment ITEM."""
     st = gather(op_dir)
     steps = prepare(st) or explore(st, overlap) or finish(st)
+    for s in steps:   # a search item's close note cites its record (docs/ledger.md "Searches")
+        item = s["key"] == "close_item" and st.ledger and next(
+            (i for i in st.ledger["items"] if i["item_id"] == s["values"].get("ITEM_ID") and i.get("search")), None)
+        if item and "NOTE" in s["needs"]:
+            s["needs"]["NOTE"] += f" (search: {search_mod.record_rel(item['item_id'])})"
     mode = "choice" if steps[0]["key"] in CHOICES else "sequence"
     return {"op_dir": str(st.op), "code_sha256": st.code_sha, "next": steps[0]["key"], "mode": mode, "steps": steps}

@@ -97,6 +97,9 @@ class Agent:
         if key == "close_preset":
             c = self.closure(item)
             return {"STATUS": c.status, "APPLICABILITY": c.applicability, "GROUNDS": c.grounds, "NOTE": c.note}
+        if key == "tune_declare":
+            exp = self.experiment(item)
+            return {"SEARCH_ARGS": list(exp.search), "HYPOTHESIS": exp.hypothesis}
         if key in ("hypothesis", "derived_add"):
             exp = self.experiment(item) if key == "hypothesis" else self.derived
             return {"ITEM_ID": exp.item_id, "HYPOTHESIS": exp.hypothesis, "METRIC": exp.expected_metric,
@@ -128,7 +131,7 @@ class Agent:
 
 def _label(st: dict[str, Any], agent: Agent, item: str | None) -> str:
     values = st["values"]
-    if st["key"] in ("quick", "paired_formal", "record"):
+    if st["key"] in ("quick", "paired_formal", "record", "tune_declare", "tune"):
         exp = agent.experiment(item or "")
         return exp.version_id if exp else ""
     if st["key"] == "derived_add":
@@ -149,8 +152,9 @@ def unplanned(op: Path, plan: demo_plan.Plan, items: list[dict]) -> list[str]:
 def run_step(d: Driver, agent: Agent, st: dict[str, Any], item: str | None) -> None:
     """One perf_next step: the edit is the agent's (a variant of the plan); every other step is its command."""
     key = st["key"]
+    if key == "edit" and (exp := agent.experiment(st["values"]["ITEM_ID"])).search is not None:
+        key, st = "tune_declare", {**st, "key": "tune_declare"}   # the plan's search instead of one edit
     if key == "edit":
-        exp = agent.experiment(st["values"]["ITEM_ID"])
         target = d.op / agent.op.test_file
         if agent.op.variant(exp.version_id).read_bytes() == target.read_bytes():
             # perf_next recognises an experiment by a changed executable sha256: the same bytes would ask "edit" forever

@@ -40,6 +40,7 @@ class Experiment:
     source_kind: str
     hypothesis: str
     expected_metric: str
+    search: tuple[str, ...] | None = None    # tune.py declare's arguments: a search instead of one edit
 
 
 @dataclass(frozen=True)
@@ -119,8 +120,8 @@ def parse_plan(obj: Any, source: str = "variants.json") -> Plan:
     experiments, seen = [], {"v000"}
     for i, entry in enumerate(obj["variants"]):
         where = f"variants[{i}]"
-        exp = Experiment(*(_field(entry, k, source, where) for k in EXPERIMENT_FIELDS))
-        extra = sorted(set(entry) - set(EXPERIMENT_FIELDS))
+        exp = Experiment(*(_field(entry, k, source, where) for k in EXPERIMENT_FIELDS), _search(entry, source, where))
+        extra = sorted(set(entry) - set(EXPERIMENT_FIELDS) - {"search"})
         if extra:
             raise ContractError(source, f"{where}.{extra[0]}", "is not a field of an experiment (each runs on the "
                                 "current best; docs/operator-format.md)", f"remove it; the fields are {list(EXPERIMENT_FIELDS)}")
@@ -162,6 +163,18 @@ def _closure(entry: Any, source: str, where: str) -> Closure:
     if (closure.status is None) == (closure.same_as is None):
         raise ContractError(source, where, "needs exactly one of status / same_as", "fix the closure")
     return closure
+
+
+def _search(entry: dict, source: str, where: str) -> tuple[str, ...] | None:
+    """An experiment's ``search``: the arguments of ``tune.py declare`` (``--param NAME=VALUES``, ``--sampler``,
+    ``--seed``, ``--budget``, ``--batch``), a list of strings; the experiment then has no variant file."""
+    raw = entry.get("search") if isinstance(entry, dict) else None
+    if raw is None:
+        return None
+    if not isinstance(raw, list) or "--param" not in raw or not all(isinstance(a, str) for a in raw):
+        raise ContractError(source, f"{where}.search", "is not a list of tune.py declare arguments with --param",
+                            'e.g. ["--param", "TILE_BYTES=8192,16384", "--sampler", "grid", "--seed", "0"]')
+    return tuple(raw)
 
 
 def _protocol(raw: Any, source: str) -> Protocol:

@@ -31,7 +31,7 @@ NAMES = ("DIR", "TARGET_IDS", "SELECTION_MODE", "BACKEND", "OP_NAME", "DEVICE", 
          "RUN_ID", "BASELINE_ROUND", "BASELINE_COLLECTION", "BEST_VERSION", "BEST_ROUND", "BEST_COLLECTION",
          "ITEM_ID", "TITLE", "HYPOTHESIS", "METRIC", "STATUS", "REASON_CODE", "APPLICABILITY", "GROUNDS",
          "NOTE", "CODE_REF", "QUICK_ID", "FORMAL_IDS", "RELATION", "VERSION_ID", "ROUND", "COMPLIANCE",
-         "SCOPE", "EXAMINED", "FINDINGS", "FINAL_ROUND", "CONFIRM_PARTNER", "CONFIRM_ROUND")
+         "SCOPE", "EXAMINED", "FINDINGS", "FINAL_ROUND", "CONFIRM_PARTNER", "CONFIRM_ROUND", "SEARCH_ARGS")
 # a name is delimited by anything but an upper-case letter or digit, so ``terminal_evidence_BEST_ROUND.json``
 # holds BEST_ROUND (``\b`` would not split ``_BEST_ROUND``: #27 Found 7); longest names first
 _PLACEHOLDER = re.compile(r"(?<![A-Z0-9])(?:" + "|".join(sorted(NAMES, key=len, reverse=True)) + r")(?![A-Z0-9_])")

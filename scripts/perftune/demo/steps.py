@@ -35,6 +35,7 @@ STEPS = (
     Step("bottleneck_profile", "item", "terminal_evidence.py", "profile of the current best (derived items)"),
     Step("derived_add", "item", "ledger.py", "register a bottleneck_derived item"),
     Step("hypothesis", "item", "ledger.py", "write the hypothesis into the item before the edit"),
+    Step("tune", "item", "tune.py", "measure every point of the frozen search once; the best left in place"),
     Step("quick", "item", "collect_perf.py", "quick screen of the edited code"),
     Step("quick_compare", "item", "compare_perf.py", "promotion by the frozen rule"),
     Step("paired_formal", "item", "collect_perf.py", "formal round paired with the current best"),
@@ -60,6 +61,9 @@ EXTRA = {
                 "python3 ${CLAUDE_PLUGIN_ROOT}/scripts/select_best.py restore --op-dir DIR --version VERSION_ID --json"),
     "reopen": (Step("reopen", "finish", "ledger.py", "reopen an item a stage5_check FAIL invalidates"),
                "python3 ${CLAUDE_PLUGIN_ROOT}/scripts/ledger.py reopen --op-dir DIR --item ITEM_ID --note \"NOTE\" --json"),
+    "tune_declare": (Step("tune_declare", "item", "tune.py", "or, for a parameter space, freeze a search instead of one edit"),
+                     "python3 ${CLAUDE_PLUGIN_ROOT}/scripts/tune.py declare --op-dir DIR --item ITEM_ID SEARCH_ARGS "
+                     "--hypothesis \"HYPOTHESIS\" --json"),
     "close_gated": (Step("close_gated", "prepare", "ledger.py", "close every item whose recorded gate fails here"),
                     "python3 ${CLAUDE_PLUGIN_ROOT}/scripts/ledger.py close-gated --op-dir DIR --json"),
 }

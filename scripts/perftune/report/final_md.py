@@ -24,6 +24,7 @@ class FinalInputs:
     terminal: dict[str, Any] | None
     evidence_paths: list[str]
     figures: dict[str, str]             # caption -> relative path
+    searches: tuple[dict[str, Any], ...] = ()   # search.json records (docs/ledger.md "Searches")
 
 
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:
@@ -106,6 +107,25 @@ def _ledger(inp: FinalInputs) -> list[str]:
          "mapped to closed items, the frozen contract or capability limits.", ""]
 
 
+def _searches(inp: FinalInputs) -> list[str]:
+    """Every point of every search, in trial order (the figures show the space)."""
+    out = []
+    for rec in inp.searches:
+        names = [p["name"] for p in rec["search"]["parameters"]]
+        best = (rec.get("best") or {}).get("trial")
+        rows = [[f"t_{p['trial']:03d}"] + [str(p["values"][n]) for n in names] +
+                [p["status"] + (f" of t_{p['repeat_of']:03d}" if p.get("repeat_of") is not None else ""),
+                 fmt(p.get("objective"), ".4f"), (p.get("code_sha256") or MISSING)[:12], "yes" if p["trial"] == best else ""]
+                for p in rec["points"]]
+        block = rec["search"]
+        out += [f"### Search of {rec['item_id']} (`docs/perf/search/{rec['item_id']}/search.json`)", "",
+                f"{block['sampler']} sampler, seed {block['seed']}, budget {block['budget']}, batch {block['batch']}, "
+                f"frozen sha256 {block['sha256'][:12]}; base {block['base']['version']}; objective: "
+                f"{block['objective']['statistic']}.", ""] + \
+            _table(["trial", *names, "status", "objective", "code sha256", "best"], rows)
+    return (["## 3b. Searches", ""] + out) if out else []
+
+
 def _selection(inp: FinalInputs) -> list[str]:
     sel = inp.selection
     if not sel:
@@ -181,7 +201,7 @@ def _roof_sources(terminal: dict[str, Any]) -> list[str]:
 def render(inp: FinalInputs) -> str:
     lines = [f"# PERFORMANCE_REPORT: {inp.task}", "",
              "Every number below is recomputed from raw evidence by the scripts; stage5_check.py verifies it.", ""]
-    lines += _contract(inp) + _results(inp) + _ledger(inp) + _selection(inp) + _terminal(inp)
+    lines += _contract(inp) + _results(inp) + _ledger(inp) + _searches(inp) + _selection(inp) + _terminal(inp)
     lines += ["## 6. Figures", ""] + [f"![{cap}]({path})" for cap, path in sorted(inp.figures.items())] + [""]
     lines += ["## 7. Evidence paths", ""] + [f"- `{p}`" for p in inp.evidence_paths] + [""]
     return "\n".join(lines)

@@ -10,11 +10,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..decide import candidates, compare, ledger
+from ..decide import candidates, compare, ledger, search
 from ..measure import evidence
 from .. import fsio
 from ..contract import manifest, protocol, schemas
-from . import final_md, final_plots, formal
+from . import final_md, final_plots, formal, search_plots
 
 TERMINAL_NAME = "terminal_evidence.json"
 
@@ -95,6 +95,23 @@ def _figures(root: Path, task: str, selection: dict | None, terminal: dict | Non
     return out
 
 
+def _searches(root: Path, task: str, figures: dict[str, str], draw: bool) -> tuple[dict[str, Any], ...]:
+    """The complete search records, each with its figure (heat map for two parameters; drawn when ``draw``)."""
+    out = []
+    for path in sorted((root / search.SEARCH_DIR).glob(f"*/{search.RECORD_NAME}")):
+        rec = fsio.read_json(path, what="search.json")
+        if rec.get("status") != "complete":
+            continue
+        params = rec["search"]["parameters"]
+        png = root / protocol.FIGURES_DIR / f"search_{rec['item_id']}.png"
+        if draw:
+            search_plots.space([p["name"] for p in params], [p["values"] for p in params], rec["points"],
+                               (rec.get("best") or {}).get("trial"), png, f"{task}: search of {rec['item_id']}")
+        figures[f"Search space of {rec['item_id']}"] = fsio.display_path(png, root)
+        out.append(rec)
+    return tuple(out)
+
+
 def build(op_dir: str | Path) -> dict[str, Any]:
     """Write PERFORMANCE_REPORT.md (+ figures); returns {report, figures}."""
     root = Path(op_dir)
@@ -121,8 +138,9 @@ def gather(root: Path, draw: bool) -> final_md.FinalInputs:
     terminal = _terminal(root)
     task = root.resolve().name
     figures = _figures(root, task, selection, terminal, draw)
+    searches = _searches(root, task, figures, draw)
     figures.update({"Speed-up per case with CI and noise band": f"{protocol.FIGURES_DIR}/{formal.FIGURES['speedup']}",
                     "Baseline vs final samples per case": f"{protocol.FIGURES_DIR}/{formal.FIGURES['samples']}"})
     figures = {k: v for k, v in figures.items() if (root / v).is_file()}
     return final_md.FinalInputs(task, man.raw, fsio.file_record(root / protocol.MANIFEST_NAME, root), perf,
-                                ledger_obj, selection, terminal, evidence_paths(root), figures)
+                                ledger_obj, selection, terminal, evidence_paths(root), figures, searches)

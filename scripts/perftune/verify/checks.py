@@ -82,6 +82,8 @@ P_CHECKS: tuple[Check, ...] = (
        "performance_item_coverage_invalid"),
     _c("P7.cited_paths", "every path the ledger's sweep and items cite exists and keeps its recorded identity",
        "performance_item_coverage_invalid"),
+    _c("P7.search", "every declared search measured as frozen (each point once, archived, the sampler's sequence "
+       "from its seed) and its choice the rule's best point", "cheating"),
     _c("P8.terminal_evidence", "evaluable terminal evidence of the final round per P0 case",
        "performance_evidence_invalid"),
     _c("P8.work_model", "the frozen work model; attained <= 1.2 x the roof", "performance_evidence_invalid"),

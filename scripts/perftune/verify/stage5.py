@@ -35,7 +35,7 @@ from ..contract import manifest, protocol, schemas
 from ..errors import ContractError, PerftuneError
 from . import baseline_arm, beyond_p0, capture_window, cited_evidence, contract_history, final_attempts, plausibility
 from . import provenance, remeasure
-from . import resimulate, sampled_values, sim_launch, stage4 as stage4_mod, timed_calls
+from . import resimulate, sampled_values, search_check, sim_launch, stage4 as stage4_mod, timed_calls
 from .checks import Finding, finding, findings
 from . import verdict as verdict_mod
 from .verdict import SUGGESTED_ACTION, Stage5Result, exit_code, render_text  # noqa: F401 (the CLI's names)
@@ -244,7 +244,8 @@ def gate_p7(ctx: Context) -> list[Finding]:
     out = (findings("P7.ledger", ev.ledger_problems(ctx.op_dir), category=cat)
            + findings("P7.cited_evidence", cited_evidence.ledger_problems(ctx.op_dir), category=cat)
            + findings("P7.cited_paths", cited_evidence.path_problems(ctx.op_dir), category=cat)
-           + findings("P7.selection", ev.selection_problems(ctx.op_dir, ctx.delivered_sha), category=cat))
+           + findings("P7.selection", ev.selection_problems(ctx.op_dir, ctx.delivered_sha), category=cat)
+           + findings("P7.search", search_check.problems(ctx.op_dir)))
     led = ctx.op_dir / protocol.PERF_DIR / protocol.LEDGER_NAME
     if led.is_file():  # the ledger cannot lie: every item's decision recomputed by the frozen rule
         obj = fsio.read_json(led, what="ledger")

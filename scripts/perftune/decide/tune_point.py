@@ -1,0 +1,92 @@
+"""One point of a frozen search (issue 39), measured in a private copy of the operator folder.
+
+The point's code is the base version's file with the point's values (:func:`search.apply`); in a
+scratch copy of the operator folder (the search records and quick screens left out) it runs the
+frozen correctness gate (``correctness.run_all``), then, when every test passed, a quick screen
+paired with the base version (``collect.run_quick``: pypto-sim exact cycles with each question once,
+cpu the paired quick protocol) and its quick compare against the base round (the frozen promotion
+rule). The objective is that compare's ``promotion.score`` (higher is better). Whatever happens,
+the point is archived under ``docs/perf/search/<item>/points/t_NNN/`` with its code, its
+correctness record, its screen and compare files and ``point.json``; a failure is a point status,
+never a dropped point. Runs in a worker process (local pool or a Dask worker): arguments and result
+are plain data.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from . import quick, search
+from .. import fsio
+from ..contract import protocol
+from ..errors import PerftuneError
+from ..measure import collect, correctness, evidence
+
+POINT_NAME = "point.json"
+_SKIP = ("search", evidence.QUICK_DIR, "stage5_remeasure", "__pycache__")
+
+
+def point_dir(op_dir: str | Path, item_id: str, trial: int) -> Path:
+    return Path(op_dir) / search.SEARCH_DIR / item_id / "points" / f"t_{trial:03d}"
+
+
+def evaluate(op_dir: str, item_id: str, block: dict[str, Any], trial: int, values: dict[str, Any]) -> dict[str, Any]:
+    """Measure one point and archive it; returns the point (``status``: measured, correctness_failed,
+    screen_failed or failed with the one-line reason)."""
+    os.environ["PERFTUNE_JOBS"] = "1"      # the points are the parallel unit: one case process at a time each
+    root = Path(op_dir).resolve()
+    out = point_dir(root, item_id, trial)
+    out.mkdir(parents=True, exist_ok=False)
+    point = {"trial": trial, "values": values, "status": "failed", "objective": None, "created_at": evidence.utc_now()}
+    scratch = Path(tempfile.mkdtemp(prefix=f"tune_{item_id}_{trial:03d}_"))
+    try:
+        work = scratch / root.name
+        shutil.copytree(root, work, ignore=_ignore(root), symlinks=True)
+        base_file = root / protocol.PERF_DIR / "versions" / block["base"]["version"] / block["file"]
+        code = search.apply(base_file.read_text(encoding="utf-8"), values, str(base_file))
+        (work / block["file"]).write_text(code, encoding="utf-8")
+        (out / block["file"]).write_text(code, encoding="utf-8")
+        point["code_sha256"] = evidence.executable_sha256(work, evidence.source_files(work))
+        _measure(work, block, point, out)
+    except PerftuneError as exc:
+        point.update(status="failed", failure=exc.line())
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    point["completed_at"] = evidence.utc_now()
+    fsio.write_json(out / POINT_NAME, point, overwrite=False)
+    return point
+
+
+def _ignore(root: Path):
+    perf = (root / protocol.PERF_DIR).resolve()
+
+    def skip(folder: str, names: list[str]) -> list[str]:
+        inside = Path(folder).resolve() == perf
+        return [n for n in names if n == "__pycache__" or (inside and n in _SKIP)]
+    return skip
+
+
+def _measure(work: Path, block: dict[str, Any], point: dict[str, Any], out: Path) -> None:
+    path, record = correctness.run_all(work, at=evidence.utc_now())
+    fsio.write_json(out / "correctness.json", record, overwrite=False)
+    point["correctness"] = {"run_id": record["run_id"], "all_passed": record["all_passed"],
+                            "failed": [c.get("id") for c in record["cases"] if not c.get("passed", True)]}
+    if not record["all_passed"]:
+        point["status"] = "correctness_failed"
+        return
+    base = work / protocol.PERF_DIR / "versions" / block["base"]["version"]
+    screen = collect.run_quick(collect.prepare(work, collect.Overrides()), paired_with=base)
+    fsio.write_json(out / protocol.QUICK_NAME, {k: v for k, v in screen.items() if k != "path"}, overwrite=False)
+    if screen["status"] != "complete":
+        point.update(status="screen_failed", failure=screen.get("failure"))
+        return
+    compare, _ = quick.load_quick_compare(work, block["base"]["round"], screen["collection_id"])
+    fsio.write_json(out / quick.QUICK_COMPARE_NAME, compare, overwrite=False)
+    promo = compare["promotion"]
+    point.update(status="measured", objective=promo["score"], promote=promo["promote"],
+                 cases=[{"case": r["case"], "baseline_us": r["baseline_us"], "quick_us": r["quick_us"],
+                         "samples": r["samples"]} for r in compare["per_case"]])
