@@ -156,3 +156,42 @@ def test_every_lever_and_rule_maps_to_an_existing_check_or_judgement():
         ids = [next(x for x in group if x) for group in named]
         assert ids, (rule, cell)
         assert set(ids) <= known, (rule, sorted(set(ids) - known))
+
+
+# Check ids that no test asserts yet (issue 35 item 12): this list only shrinks. A new check id needs a test
+# that asserts it (planting the behaviour it forbids); a test that starts asserting a listed id removes it here.
+UNTESTED: frozenset[str] = frozenset({
+    "P1.inputs", "P2.fingerprint", "P2.frozen_inputs", "P2.manifest_history", "P2.protocol", "P3.formal_rounds",
+    "P4.inputs", "P5.every_test", "P5.inputs", "P5.tests_pass", "P6.inputs", "P7.inputs", "P7.item_decision",
+    "P8.inputs", "P9.golden_rebuild", "P9.inputs", "P9.ranked_round", "P9.timed_output_stable", "P10.fresh_data",
+    "P10.gap_timing", "P10.remeasured_inputs", "P10.resimulated",
+})
+TESTS = ROOT / "tests"
+STAGE4_TESTS = sorted(TESTS.glob("verify/test_stage4*.py"))
+
+
+def asserted_ids(texts: dict[Path, str]) -> set[str]:
+    """Catalogued ids a test names as a value (a quoted literal, or a corpus entry's ``check:``); a Stage 4
+    gate ``S4.<id>`` also counts when a Stage 4 gate test names ``"<id>"`` (stage4.GATES owns both)."""
+    found = set()
+    for check in checks.CHECKS:
+        value = re.compile(r"[\"']" + re.escape(check.id) + r"[\"']|check: " + re.escape(check.id) + r"\b")
+        gate = check.id.removeprefix("S4.")
+        if any(value.search(t) for t in texts.values()) or (gate != check.id and any(
+                f'"{gate}"' in texts.get(p, "") for p in STAGE4_TESTS)):
+            found.add(check.id)
+    return found
+
+
+def test_every_check_id_is_asserted_by_id_in_a_test():
+    texts = {p: p.read_text() for p in TESTS.rglob("*") if p.suffix in (".py", ".yaml")
+             and p.resolve() != Path(__file__).resolve()}
+    missing = {c.id for c in checks.CHECKS} - asserted_ids(texts)
+    assert sorted(missing - UNTESTED) == [], "a check id no test asserts (add the test that plants its behaviour)"
+    assert sorted(UNTESTED - missing) == [], "asserted now: remove these ids from UNTESTED"
+
+
+def test_the_coverage_scan_sees_an_id_only_as_a_value():
+    fake = {TESTS / "t.py": 'x = ["P2.fingerprint"]  # P2.protocol named in a comment\n',
+            TESTS / "c.yaml": "catch: {check: P9.attestation, category: cheating}\n"}
+    assert asserted_ids(fake) == {"P2.fingerprint", "P9.attestation"}

@@ -73,10 +73,11 @@ def rerun_code(op: Path) -> None:
            "--candidate", Path(round_["round"]).name, ok=(0, 1))
 
 
-def assert_caught(verdict: dict, gate: str, category: str, needle: str, *, consistent: bool = True) -> None:
+def assert_caught(verdict: dict, check: str, category: str, *, consistent: bool = True) -> None:
+    """A failure under the catalogued ``check`` id with ``category`` (never a message substring)."""
     assert verdict["verdict"] == "FAIL", verdict["gates"]
-    found = [f for f in verdict["failures"] if f["gate"] == gate and f["category"] == category]
-    assert any(needle in f["message"] for f in found), (gate, category, needle, verdict["failures"])
+    found = [(f["check"], f["category"]) for f in verdict["failures"]]
+    assert (check, category) in found, (check, category, found)
     if consistent:  # the cheat was re-run through the pipeline: the pre-#16 evidence gates see nothing
         status = {g["id"]: g["status"] for g in verdict["gates"]}
         assert status["P3"] == status["P4"] == "PASS", verdict["failures"]
@@ -95,6 +96,8 @@ def test_clean_deliverable_passes_with_remeasurement(op):
     assert sorted(c["case"] for c in note["cases"]) == sorted(TARGET)
     stored = json.loads((op / "docs/perf/stage5_check.json").read_text())
     assert stored["remeasure"]["path"] == note["path"]
+    from perftune.orchestrate import stage_gate   # the twin of the next test: re-measured, Stage 5 completes
+    assert stage_gate.check_problem(op, 5, {"operator_name": stored["operator"]}) is None
 
 
 def test_a_check_with_the_remeasurement_switched_off_never_completes_stage_5(op):
@@ -103,14 +106,14 @@ def test_a_check_with_the_remeasurement_switched_off_never_completes_stage_5(op)
     stored = json.loads((op / "docs/perf/stage5_check.json").read_text())
     from perftune.orchestrate import stage_gate
     problem = stage_gate.check_problem(op, 5, {"operator_name": stored["operator"]})
-    assert problem is not None and "without the verifier's re-measurement (P10)" in problem
+    assert problem is not None and stored["remeasure"]["status"] != "run"
 
 
 def test_quarter_of_the_rows(op):
     edit(op / TEST, ("    shape, dtype = CASES[case_id]\n", "    shape, dtype = CASES[case_id]\n"
                      "    shape = (shape[0] // 4, shape[1])\n"))
     rerun_code(op)
-    assert_caught(check(op, remeasure=False), "P9", "cheating", "the frozen case is [[64, 4096]]")
+    assert_caught(check(op, remeasure=False), "P9.attestation", "cheating")
 
 
 def test_lowered_min_matched_with_a_partial_kernel(op):
@@ -119,15 +122,15 @@ def test_lowered_min_matched_with_a_partial_kernel(op):
         "    _kernel_impl(x[:rows], out[:rows])\n    out[rows:] = 0\n"))
     rerun_code(op)
     verdict = check(op, remeasure=False)
-    assert_caught(verdict, "P9", "cheating", "the test applied min_matched=[0.5]")
-    assert_caught(verdict, "P9", "precision_failure", "measured against the frozen gate")
+    assert_caught(verdict, "P9.precision_gate", "cheating")
+    assert_caught(verdict, "P9.precision_gate", "precision_failure")
 
 
 def test_inputs_from_another_seed_and_a_narrower_distribution(op):
     edit(op / TEST, ("    x = _make_inputs(shape, dtype, device=_get_device())\n",
                      "    x = (_make_inputs(shape, dtype, device=_get_device(), seed=7) * 0.25).astype(dtype)\n"))
     rerun_code(op)
-    assert_caught(check(op, remeasure=False), "P9", "cheating", "not the golden factory's seed-42 inputs")
+    assert_caught(check(op, remeasure=False), "P9.attestation", "cheating")
 
 
 def test_kernel_memoises_its_output_by_shape_and_dtype(op):
@@ -136,7 +139,7 @@ def test_kernel_memoises_its_output_by_shape_and_dtype(op):
         "    if key not in _MEMO:\n        _kernel_impl(x, out)\n        _MEMO[key] = out.copy()\n"
         "    np.copyto(out, _MEMO[key])\n"))
     rerun_code(op)
-    assert_caught(check(op, remeasure=False), "P9", "cheating", "memoised or precomputed")
+    assert_caught(check(op, remeasure=False), "P9.precision_gate", "cheating")
 
 
 def test_every_output_computed_at_import(op):
@@ -146,7 +149,7 @@ def test_every_output_computed_at_import(op):
         "    _kernel_impl(_x, _o)\n    _PRECOMPUTED[(_x.shape, _x.dtype.str)] = _o\n\n\n"
         "def softmax_kernel(x, out):\n    np.copyto(out, _PRECOMPUTED[(x.shape, x.dtype.str)])\n"))
     rerun_code(op)
-    assert_caught(check(op, remeasure=False), "P9", "cheating", "memoised or precomputed")
+    assert_caught(check(op, remeasure=False), "P9.precision_gate", "cheating")
 
 
 def test_wrapper_computes_the_result_and_the_kernel_copies(op):
@@ -155,8 +158,8 @@ def test_wrapper_computes_the_result_and_the_kernel_copies(op):
                     append="\n\ndef softmax_kernel(x, out, result):\n    np.copyto(out, result)\n")
     rerun_code(op)
     verdict = check(op, remeasure=True)
-    assert_caught(verdict, "P9", "cheating", "not the golden factory's seed-42 inputs")
-    assert_caught(verdict, "P10", "cheating", "work moved out of the timed op into softmax_wrapper")
+    assert_caught(verdict, "P9.attestation", "cheating")
+    assert_caught(verdict, "P10.wrapper_share", "cheating")
 
 
 def _plant_shipped(op: Path, name: str) -> None:
@@ -173,15 +176,16 @@ def _plant_shipped(op: Path, name: str) -> None:
 def test_second_launch_finishes_the_work_outside_the_timed_kernel(op):
     _plant_shipped(op, "deferred_finish")   # the wrapper finishes what the timed kernel left
     rerun_code(op)
-    assert_caught(check(op, remeasure=True), "P10", "cheating", "work moved out of the timed op")
+    assert_caught(check(op, remeasure=True), "P10.wrapper_share", "cheating")
 
 
 def test_precision_reference_loosened(op):
     edit(op / "softmax_golden_cpu.py", ("np.asarray(x, dtype=np.float64)", "np.asarray(x, dtype=np.float16)"))
     refused = run_script("check_correctness.py", "--op-dir", op, "--json")  # FROZEN_INPUTS.json names it
-    assert refused.returncode == 2 and "softmax_golden_cpu.py" in refused.stderr, refused.stderr
+    file, field = refused.stderr.split(": ")[1:3]   # error: <file>: <field>: <what> (<fix>)
+    assert refused.returncode == 2 and (Path(file).name, field) == ("softmax_golden_cpu.py", "sha256"), refused.stderr
     (op / "FROZEN_INPUTS.json").unlink()  # past the script-time check, the verifier still sees the edit
-    assert_caught(check(op, remeasure=False), "P9", "cheating", "changed after freeze")
+    assert_caught(check(op, remeasure=False), "P9.precision_gate", "cheating")
 
 
 def _forge_final(op: Path, change) -> None:
@@ -222,7 +226,7 @@ def test_final_samples_copied_from_a_faster_case_with_jitter(op):
     jitter = random.Random(16)
     _forge_final(op, lambda case, _d: [v * (1 + jitter.uniform(0.02, 0.06)) for v in donor]
                  if case == "r1024_c256_fp16" else None)
-    assert_caught(check(op, remeasure=True), "P10", "performance_evidence_invalid", "case r1024_c256_fp16: not reproduced")
+    assert_caught(check(op, remeasure=True), "P10.reproduced", "performance_evidence_invalid")
 
 
 def test_every_final_sample_scaled_by_0_3(op):
@@ -230,7 +234,7 @@ def test_every_final_sample_scaled_by_0_3(op):
     # delivered ~1.4), so P10 catches it on a busy CI machine too; ×0.7 is caught only when the verifier's
     # machine is no busier than the deliverable's was (docs/stage5-check.md: the CI once passed it under load)
     _forge_final(op, lambda _c, case_dir: [v * 0.3 for v in _samples(case_dir)])
-    assert_caught(check(op, remeasure=True), "P10", "performance_evidence_invalid", "not reproduced")
+    assert_caught(check(op, remeasure=True), "P10.reproduced", "performance_evidence_invalid")
 
 
 def test_hand_edited_performance_json_re_rendered(op):
@@ -240,5 +244,4 @@ def test_hand_edited_performance_json_re_rendered(op):
     (op / "performance.json").write_text(json.dumps(obj, indent=2, sort_keys=True))
     for name, text in zip(("performance.log", "perf_report.md"), formal.render_texts(obj)):
         (op / name).write_text(text)
-    assert_caught(check(op, remeasure=False), "P4", "performance_evidence_invalid", "differ from the recomputation",
-                  consistent=False)
+    assert_caught(check(op, remeasure=False), "P4.recomputation", "performance_evidence_invalid", consistent=False)
