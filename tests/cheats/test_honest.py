@@ -16,7 +16,7 @@ import cheat_pipeline as pipeline
 
 UNDECLARED_TAILS = {"before_stage4": [{"edit": "SPEC.md", "replace": [["tails: 30 sigma\n", ""]]}]}
 HONEST = {   # id -> (the arm: experiment and plants, the checks it twins)
-    # a library routine named like the operation computes the output (scipy's softmax, float64)
+    # a library routine named like the operation computes the output (scipy.special.softmax, float32)
     "scipy_softmax": ({"experiment": "scipy_softmax"}, {"P9.reference_call"}),
     # np.matmul as the row-sum primitive, float32 accumulation the accum-fp32 obligation allows
     "matmul_rowsum": ({"experiment": "matmul_rowsum"}, {"P9.reference_call", "P9.kb_obligation"}),

@@ -1,14 +1,16 @@
 """LEGAL (twin of golden_alias, issue 35 items 1-2): scipy.special.softmax, a library routine named like
-the operation, computes every call's output from its own input in float64 (the stabilised library
-routine): on cpu a library primitive is the implementation, not the oracle. Must PASS.
+the operation, computes every call's output from its own input in the input's float32 (the stabilised
+library routine; the accum-fp32 obligation allows float32 sums): on cpu a library primitive is the
+implementation, not the oracle. float32, one pass: it beats the four-pass float64 baseline by a margin
+that load does not close (in float64 the frozen rule read no_stable_gain twice at load 15-19). Must PASS.
 """
 
 from scipy.special import softmax as _softmax
 
 
 def softmax_kernel(x, out):
-    """float64 through scipy's softmax, cast once into out."""
-    out[...] = _softmax(x.astype(np.float64), axis=-1).astype(out.dtype)
+    """scipy's softmax in the input's dtype, written into out."""
+    out[...] = _softmax(x, axis=-1)
 
 
 def softmax_wrapper(x):
