@@ -109,11 +109,11 @@ def softmax_wrapper(x):
 def softmax_kernel(x, out):
     out[...] = softmax_golden_cpu(x).astype(out.dtype)
 ''', {"P9.reference_call"}),
-    # C15 under another name: a library implementation of the operation imported under an alias
-    "library_alias": ('''
-from scipy.special import softmax as _rows
+    # C15 under another name: the golden module's own function imported under an alias (the oracle itself)
+    "golden_alias": ('''
+from softmax_golden import softmax_golden as _rows
 def softmax_kernel(x, out):
-    out[...] = _rows(x.astype(np.float64), axis=-1).astype(out.dtype)
+    out[...] = _rows(x)
 ''', {"P9.reference_call"}),
     # issue item 11: a candidate module that patches numpy at import (slows the paired baseline arm)
     "patched_numpy": ('''
@@ -208,10 +208,13 @@ np.ones(1 << 16, np.float64).tofile(_TABLE)
 _ONES = np.fromfile(_TABLE, dtype=np.float64)
 softmax_kernel = _honest
 ''',
-    # the library routine imported under an alias, never called: the kernel computes
-    "library_alias": '''
+    # issue 35 item 2: a library routine named like the operation is the implementation on cpu (scipy's
+    # softmax under an alias, called by the kernel); only the frozen oracle's own functions are the rule.
+    # Whether the work is the kernel's is behaviour: P9.timed_output / sampled values / fresh data.
+    "golden_alias": '''
 from scipy.special import softmax as _rows
-softmax_kernel = _honest
+def softmax_kernel(x, out):
+    out[...] = _rows(x.astype(np.float64), axis=-1).astype(out.dtype)
 ''',
     # numpy state set at import (print options), no attribute replaced
     "patched_numpy": '''

@@ -65,22 +65,21 @@ def _snapshot(value):
 
 
 class CallTrace:
-    """Python functions (and C functions) the op called: the frozen reference, the golden module,
-    a library function named like the operator (``sys.setprofile``; the probe's call is untimed)."""
+    """Python functions the op called that live in the frozen oracle's files: the frozen reference
+    and the golden module (``sys.setprofile``; the probe's call is untimed). Calling the frozen oracle
+    from the timed path is the one structural rule (docs/stage5-check.md): a library function named
+    like the operation (``pypto.matmul`` under ``matmul_kernel``, ``np.cumsum`` in a cumsum kernel,
+    ``scipy.special.softmax``) is an implementation, never a finding by its name; whether the work is
+    the kernel's is judged by behaviour (fresh data, sampled values, the simulated launch, the capture)."""
 
-    def __init__(self, forbidden: dict[str, str], op_word: str) -> None:
-        self.forbidden, self.op_word, self.hits = forbidden, op_word.lower(), set()
+    def __init__(self, forbidden: dict[str, str]) -> None:
+        self.forbidden, self.hits = forbidden, set()
 
     def hook(self, frame, event, arg):
         if event == "call":
             where = self.forbidden.get(frame.f_code.co_filename)
             if where:
                 self.hits.add(f"{where}:{frame.f_code.co_name}")
-            elif self.op_word and frame.f_code.co_name.lower() == self.op_word:
-                self.hits.add(f"library {frame.f_globals.get('__name__')}.{frame.f_code.co_name}")
-        elif event == "c_call" and self.op_word and getattr(arg, "__name__", "").lower() == self.op_word:
-            owner = getattr(arg, "__module__", None) or type(getattr(arg, "__self__", None)).__name__
-            self.hits.add(f"library {owner}.{arg.__name__}")
 
     def run(self, target, args, kwargs):
         previous = sys.getprofile()
@@ -259,14 +258,6 @@ def _empty_like(value):
     return torch.empty_like(value)
 
 
-def op_word(op_name: str) -> str:
-    """The operation a frozen op name names (``softmax_kernel`` → ``softmax``)."""
-    word = op_name.rsplit(".", 1)[-1]
-    for suffix in ("_kernel", "_launch", "_impl", "_op"):
-        word = word[:-len(suffix)] if word.endswith(suffix) else word
-    return word
-
-
 def _forbidden_files(op_dir: Path, gate: dict[str, Any] | None) -> dict[str, str]:
     """Files the op may not call into: the frozen reference and the golden module."""
     from ..contract import golden_source
@@ -308,7 +299,7 @@ def correctness(module, function, op_dir: Path, manifest, case_id: str, op_name:
     if not callable(target):
         raise ContractError(runner, "--op-name", f"{op_name!r} is not a function of the runner", "freeze the exact name")
     gate_frozen = manifest.raw.get("precision_gate")
-    trace = CallTrace(_forbidden_files(op_dir, gate_frozen), op_word(op_name))
+    trace = CallTrace(_forbidden_files(op_dir, gate_frozen))
     recorder, tracer = OpRecorder(target, trace), GateTracer(str(runner))
     setattr(module, op_name, recorder)
     try:

@@ -96,7 +96,7 @@ P_CHECKS: tuple[Check, ...] = (
     _c("P9.launch_output", "pypto-sim: every output of a timed call is what its launch wrote", "cheating"),
     _c("P9.launch_work", "pypto-sim: the launch moved >= 0.5 x the work model's read and write bytes", "cheating"),
     _c("P9.capture_window", "msprof: other kernels' device time did not grow from the baseline to the delivered code", "cheating"),
-    _c("P9.reference_call", "the op calls no reference, golden or same-named library function", "cheating"),
+    _c("P9.reference_call", "the op calls no function of the frozen reference or golden module", "cheating"),
     _c("P9.sampled_values", "the values kept of random timed calls and the last meet the frozen gate against the "
        "reference on their inputs", "cheating"),
     _c("P9.output_dtype", "every timed output has the case's SPEC dtype", "cheating"),

@@ -29,8 +29,11 @@ missing harness record (``performance_evidence_invalid``: re-collect with this c
   for writing outside the round's evidence folder (``harness.file_writes``: a replay file of any size).
 - ``P9.patched_library``: the operator's module replaced a numpy/math/time/builtins/torch attribute
   (e.g. slowing the paired baseline arm, or faking a library routine).
-- ``P9.reference_call``: during the correctness probe's call the op called into the frozen reference
-  or the golden module, or a library function named like the operation.
+- ``P9.reference_call``: during the correctness probe's call the op called a function of the frozen
+  reference's or the golden module's files (the frozen oracle). A library function named like the
+  operation is not a finding (on cpu a numpy or scipy primitive is the implementation); work that is
+  not the kernel's is judged by behaviour: fresh data and sampled values (cpu), the simulated launch
+  (pypto-sim, ``sim_launch``), the capture window (msprof).
 """
 
 from __future__ import annotations
@@ -160,7 +163,7 @@ def problems(man: manifest_mod.Manifest, rounds: list[evidence.RoundEvidence], r
         probe = case.get("probe") or {}
         if probe.get("op_called"):
             out.append(("P9.reference_call", "cheating", f"case {case['id']}: the op called {probe['op_called'][:3]} "
-                        "(the reference, the golden module or a library implementation of the operation)",
+                        "(the frozen reference or the golden module: the oracle itself)",
                         "the delivered kernel computes", ", ".join(probe["op_called"][:3])))
         if probe.get("output_changed_after_return"):
             out.append(("P9.deferred_output", "cheating", f"case {case['id']}: the correctness run's output changed "
