@@ -206,3 +206,10 @@ def case_work(model: dict[str, Any], case_id: str, shape: str, dtype: str, sourc
             "transcendental_ops": int(round(totals["transcendental"])), "matmul_ops": int(round(totals["matmul"])),
             "bytes": int(round(moved)),
             "read_bytes": int(round(by_direction["read"])), "write_bytes": int(round(by_direction["write"]))}
+
+
+def written_dtype(model: dict[str, Any] | None) -> str | None:
+    """The one dtype the model's written tensors declare (``y | write | m*n | float32``), else None."""
+    found = {canonical_dtype(t["dtype"]) for t in (model or {}).get("tensors", [])
+             if t.get("dtype") and "write" in t["direction"]}
+    return found.pop() if len(found) == 1 else None

@@ -98,7 +98,7 @@ def beyond(module, function, op_dir: Path, manifest, case_id: str, op_name: str,
     finally:
         setattr(module, op_name, target)
     gate_frozen = manifest.raw.get("precision_gate")
-    dtype = manifest.case(case_id).dtype
+    dtype = probe_runner.gate_dtype(first, manifest, case_id)
     gate, reference = precision.gate_for(gate_frozen, dtype), probe_runner._reference(op_dir, gate_frozen)
     if gate is None or reference is None or isinstance(factory, str):
         return {"problem": factory if isinstance(factory, str) else "no frozen precision gate or reference"}
