@@ -61,6 +61,6 @@ def test_without_the_section_nothing_is_frozen_and_every_example_declares_one(op
     spec = op_dir / "SPEC.md"
     spec.write_text(spec.read_text().split("## 6. Support range")[0])
     assert "support_range" not in freeze_example(op_dir)
-    for name in ("softmax", "linear", "pypto_softmax"):
+    for name in ("softmax", "linear", "pypto_softmax", "pypto_matmul", "pypto_attention"):
         text = (EXAMPLE.parent / name / "SPEC.md").read_text()
         assert support_range.section_lines(text) is not None, name

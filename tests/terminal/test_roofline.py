@@ -124,3 +124,39 @@ def test_shipped_ascend_platforms_validate_and_are_marked_unverified(name):
     assert platform.backend == "msprof"
     assert {p.status for p in platform.peaks.values()} == {"unverified_external"}
     assert all(p.source for p in platform.peaks.values())
+
+
+# a matrix product as the pypto_matmul SPEC declares it: 2*k multiply-adds per output, float16 in, float32 out
+MATMUL = {"source": "SPEC.md#test", "dims": [{"dim": "m", "value": "a[0]"}, {"dim": "k", "value": "a[1]"},
+                                             {"dim": "n", "value": "b[1]"}],
+          "operations": [{"operation": "multiply-add", "class": "matmul", "count": "2*k", "per": "m*n"}],
+          "tensors": [{"tensor": "a", "direction": "read", "elements": "m*k", "dtype": "float16"},
+                      {"tensor": "b", "direction": "read", "elements": "k*n", "dtype": "float16"},
+                      {"tensor": "y", "direction": "write", "elements": "m*n", "dtype": "float32"}]}
+
+
+def test_matmul_work_runs_at_the_cube_peak_and_falls_back_to_the_arithmetic_one():
+    """2*M*N*K operations of the matmul class: 256x512x256 is 67,108,864 ops and 786,432 bytes; with a
+    cube peak of 1e12 op/s the floor is 67.1 µs, without one the arithmetic peak (1e9) gives 67,108.9 µs."""
+    work = roofline.case_work("c", "a:[256,512] b:[512,256]", "float16", MATMUL)
+    assert (work.matmul_ops, work.arithmetic_ops, work.bytes) == (67108864, 0, 786432)
+    cube = _platform(memory=1e12)
+    cube.peaks["matmul_ops_per_s"] = roofline.Peak(1e12, "op/s", "measured", "t")
+    floors = roofline.floors_us(work, cube)
+    assert floors["compute_floor_us"] == pytest.approx(67.108864) and floors["matmul_rate"] == "matmul_peak"
+    fallback = roofline.floors_us(work, _platform())
+    assert fallback["compute_floor_us"] == pytest.approx(67108.864)
+    assert fallback["matmul_rate"] == "arithmetic_peak_fallback"
+    result = roofline.roofline(work, 134.217728, cube, fixed_share=0.0)
+    assert result["matmul_ops"] == 67108864 and result["attained_fraction"] == 0.5
+    assert result["status"] == "compute_bound"  # compute floor 67.1 µs against 0.79 µs of memory at 1e12 B/s
+
+
+def test_the_pypto_sim_platform_carries_a_measured_cube_peak_above_the_vector_one():
+    obj = json.loads((ROOT / "platforms" / "pypto-sim-a2a3.json").read_text())
+    schemas.validate(obj, "platform", "pypto-sim-a2a3")
+    peaks = roofline.parse_platform(obj).peaks
+    assert peaks["matmul_ops_per_s"].status == "measured"
+    # 7865.6 op/cycle per cube core x 24 cores x 1800 MHz (the probe in the peak's source)
+    assert peaks["matmul_ops_per_s"].value == pytest.approx(2 * 1536 * 1024 * 1024 / 17064 * 1.8e9, rel=1e-4)
+    assert peaks["matmul_ops_per_s"].value > 50 * peaks["arithmetic_ops_per_s"].value

@@ -1,14 +1,18 @@
 """P8 evidence of a pypto-sim case from the simulator's files (pipeline overlap, launch overhead).
 
 Recorded pypto 0.2.0 outputs: a 64x1024 float32 softmax in 8 vector tasks (load, compute, store in
-sequence inside each task) and a 128^3 float16 matmul in 4 cube tasks.
+sequence inside each task), a 128^3 float16 matmul in 4 cube tasks and the attention example's MIX
+baseline (32 cube and 24 vector tasks in one launch).
 """
 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
+
+import pytest
 
 from perftune.contract import schemas
 from perftune.measure.backends import pypto_sim
@@ -63,3 +67,31 @@ def test_a_paired_round_reads_the_candidate_arm(tmp_path):
     pipeline, scalar = sim_evidence.case_blocks(folder)
     assert pipeline["status"] == "residual_not_overlapped"
     assert "repeat_001/candidate/_simulate.stat.report.txt" in scalar["grounds"][0]
+
+
+def _bubble_sums(text: str, prefix: str) -> tuple[int, float]:
+    """(cores that ran tasks, summed Wait Predecessor Time) of the cores named ``<prefix>_N`` (regex, not the parser)."""
+    cores, total = 0, 0.0
+    for block in text.split("[")[1:]:
+        name, _, body = block.partition("]")
+        tasks = int(re.search(r"Execute task num:(\d+)", body).group(1)) if "Execute task num" in body else 0
+        if name.startswith(prefix + "_") and tasks > 0:
+            cores += 1
+            total += float(re.search(r"Wait Predecessor Time:\s*([0-9.eE+-]+)", body).group(1))
+    return cores, total
+
+
+def test_a_mix_kernel_names_the_cube_vector_handoff_wait_per_side(tmp_path):
+    """The attention baseline (cube and vector tasks in one launch): per side the busy pipes and the time
+    its cores waited on predecessors, summed from bubble_analysis.log; a cube-only kernel has no hand-off."""
+    pipeline, _ = sim_evidence.case_blocks(case_dir(tmp_path, "mix_attention"))
+    text = (RECORDED / "mix_attention" / "bubble_analysis.log").read_text()
+    for side in ("AIC", "AIV"):
+        cores, wait = _bubble_sums(text, side)
+        assert pipeline["handoff"][side]["cores"] == cores > 0
+        assert pipeline["handoff"][side]["wait_predecessor_us"] == pytest.approx(wait, abs=1e-5)
+    assert any(g.startswith("AIC:") and "'cube'" in g for g in pipeline["grounds"])
+    assert any(g.startswith("AIV:") and "'vec'" in g for g in pipeline["grounds"])
+    assert any("cube -> vector hand-off" in g and "bubble_analysis.log" in g for g in pipeline["grounds"])
+    cube_only, _ = sim_evidence.case_blocks(case_dir(tmp_path, "cube_matmul"))
+    assert "handoff" not in cube_only

@@ -79,6 +79,12 @@ def test_the_output_dtype_the_spec_fixes():
     assert sampled_values.expected_dtype(case("float16")) == "float16"
     assert sampled_values.expected_dtype(case("x:float16,w:float16")) == "float16"
     assert sampled_values.expected_dtype(case("x:float16,w:float32")) is None
+    # a float16 matmul with a float32 result: the work model's written tensor fixes the output dtype
+    model = {"tensors": [{"tensor": "a", "direction": "read", "elements": "m*k", "dtype": "float16"},
+                         {"tensor": "y", "direction": "write", "elements": "m*n", "dtype": "fp32"}]}
+    assert sampled_values.expected_dtype(case("a:float16,b:float16"), model) == "float32"
+    assert sampled_values.expected_dtype(case("float16"), {"tensors": [{"tensor": "y", "direction": "write",
+                                                                        "elements": "n", "dtype": None}]}) == "float16"
     assert sampled_values._dtype_ok("bfloat16", {"dtype": "float32", "type": "numpy.ndarray"})
     assert not sampled_values._dtype_ok("float32", {"dtype": "float64", "type": "numpy.ndarray"})
 

@@ -7,7 +7,8 @@ markdown tables, identified by their header columns:
   ``shape[1]`` (axis 1 of an unnamed single shape), or an expression of dims named above
   (``rows*cols``);
 - ``| operation | class | count | per |`` — the work the semantics require, never what an
-  implementation does: ``class`` is ``arithmetic`` or ``transcendental``; ``count`` operations are
+  implementation does: ``class`` is ``arithmetic``, ``transcendental`` or ``matmul`` (the multiply-adds of
+  a matrix product, which a cube unit runs at its own peak: ``2*k`` per ``m*n`` output); ``count`` operations are
   needed ``per`` unit, both expressions of the dims (per element: ``rows*cols``; per row: ``rows``;
   per output: ``m*n``);
 - ``| tensor | direction | elements | dtype |`` — necessary data movement: each tensor read once
@@ -32,7 +33,7 @@ from typing import Any
 from ..errors import ContractError
 from .manifest import canonical_dtype
 
-CLASSES = ("arithmetic", "transcendental")
+CLASSES = ("arithmetic", "transcendental", "matmul")
 DIRECTIONS = {"read": 1, "write": 1, "read_write": 2}
 ITEMSIZE = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "int8": 1, "uint8": 1, "int16": 2,
             "int32": 4, "int64": 8, "bool": 1}
@@ -176,7 +177,7 @@ def case_dims(model: dict[str, Any], case_id: str, shape: str, source: str) -> d
 
 def case_work(model: dict[str, Any], case_id: str, shape: str, dtype: str, source: str = "work_model"
               ) -> dict[str, Any]:
-    """Necessary arithmetic and transcendental operations and bytes of one case (integers; ``bytes``
+    """Necessary arithmetic, transcendental and matmul operations and bytes of one case (integers; ``bytes``
     counts a read_write tensor twice, ``read_bytes``/``write_bytes`` split them by direction)."""
     dims = case_dims(model, case_id, shape, source)
     totals = {c: 0.0 for c in CLASSES}
@@ -202,5 +203,13 @@ def case_work(model: dict[str, Any], case_id: str, shape: str, dtype: str, sourc
         raise ContractError(source, f"work_model.tensors (case {case_id})", "moves no bytes", "declare the tensors")
     return {"dims": {k: int(v) if v == int(v) else v for k, v in dims.items()},
             "arithmetic_ops": int(round(totals["arithmetic"])),
-            "transcendental_ops": int(round(totals["transcendental"])), "bytes": int(round(moved)),
+            "transcendental_ops": int(round(totals["transcendental"])), "matmul_ops": int(round(totals["matmul"])),
+            "bytes": int(round(moved)),
             "read_bytes": int(round(by_direction["read"])), "write_bytes": int(round(by_direction["write"]))}
+
+
+def written_dtype(model: dict[str, Any] | None) -> str | None:
+    """The one dtype the model's written tensors declare (``y | write | m*n | float32``), else None."""
+    found = {canonical_dtype(t["dtype"]) for t in (model or {}).get("tensors", [])
+             if t.get("dtype") and "write" in t["direction"]}
+    return found.pop() if len(found) == 1 else None

@@ -148,7 +148,7 @@ def after_first(module, first: dict[str, Any], op_dir: Path, manifest, case_id: 
     passing the unwrapped op as ``target``."""
     target = target if target is not None else getattr(module, op_name)
     gate_frozen = manifest.raw.get("precision_gate")
-    dtype = manifest.case(case_id).dtype
+    dtype = probe_runner.gate_dtype(first, manifest, case_id)
     gate, reference = precision.gate_for(gate_frozen, dtype), probe_runner._reference(op_dir, gate_frozen)
     if gate is None or reference is None or isinstance(factory, str):
         return {"problem": factory if isinstance(factory, str) else "no frozen precision gate or reference"}

@@ -208,6 +208,12 @@ class GateTracer:
         return {k: sorted(v) for k, v in self.seen.items()}
 
 
+def gate_dtype(first: dict[str, Any], manifest: Any, case_id: str) -> str:
+    """The dtype whose frozen gate judges a call: its first output's (a float16 matmul's float32
+    result is judged by the float32 gate), else the case's."""
+    return (first["record"]["outputs"] or [{}])[0].get("dtype") or manifest.case(case_id).dtype
+
+
 def _reference(op_dir: Path, gate: dict[str, Any] | None):
     ref = (gate or {}).get("reference")
     if not ref:
@@ -322,7 +328,7 @@ def correctness(module, function, op_dir: Path, manifest, case_id: str, op_name:
         now = attestation.describe(first["args"][first["written"][0]] if first["written"] else first["result"], "-")
         at_return = (first["record"]["outputs"] or [{}])[0 if first["written"] else -1]
         out["output_changed_after_return"] = now.get("sha256") != at_return.get("sha256")
-        dtype = (first["record"]["outputs"] or [{}])[0].get("dtype") or manifest.case(case_id).dtype
+        dtype = gate_dtype(first, manifest, case_id)
         gate, reference = precision.gate_for(gate_frozen, dtype), _reference(op_dir, gate_frozen)
         out.update(frozen_gate=gate, gate_dtype=dtype)
         if gate is None or reference is None:

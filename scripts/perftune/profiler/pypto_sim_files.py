@@ -19,7 +19,8 @@ every number the pypto-sim backend reports is re-derived from the archived raw f
   L1, L0C: the tile), never the whole DDR tensor it reads from or writes into.
 - ``bubble_analysis.log`` (:func:`parse_bubble_log`): per core ``[NAME] Execute task num:N`` then
   ``Core Total Work Time``, ``Total Wait Time``, ``Wait Schedule Time``, ``Wait Predecessor Time``
-  (µs). Cores that ran no task are dropped from the summary.
+  (µs). Cores that ran no task are dropped from the summary; :func:`waits_by_core_type` sums them
+  per core type (the cube <-> vector hand-off wait of a MIX kernel).
 - ``pipeLogs[].tileOp`` (:func:`tile_results`): ``<id> <OP> <operands> TO <id> <MEM>_[offset][dims]-... <N>B``;
   the result tile's bytes over its elements is the element width the op wrote (``ROWSUM_SINGLE ... TO
   ... UB_[0,0][8,8]-... 256B``: 4 bytes, float32; ``A_MUL_B ... TO ... L0C_[0,0][64,64]-... 16384B``).
@@ -165,6 +166,22 @@ def parse_bubble_log(text: str, source: str = BUBBLE_LOG) -> dict[str, dict[str,
         if values["tasks"] > 0 and missing:
             raise ContractError(source, name, f"missing {missing}", "archive bubble_analysis.log unchanged")
     return {name: values for name, values in cores.items() if values["tasks"] > 0}
+
+
+def waits_by_core_type(bubbles: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
+    """:func:`parse_bubble_log`'s cores summed per core type (the ``AIC``/``AIV`` prefix of ``AIC_3``):
+    ``{cores, tasks, work_us, wait_schedule_us, wait_predecessor_us}``. In a MIX kernel the vector
+    cores' wait on predecessors is the cube -> vector hand-off (and the cube cores' the way back)."""
+    out: dict[str, dict[str, float]] = {}
+    for name, core in sorted(bubbles.items()):
+        kind = name.split("_", 1)[0]
+        block = out.setdefault(kind, {"cores": 0, "tasks": 0, "work_us": 0.0, "wait_schedule_us": 0.0,
+                                      "wait_predecessor_us": 0.0})
+        block["cores"] += 1
+        for key in ("tasks", "work_us", "wait_schedule_us", "wait_predecessor_us"):
+            block[key] += core[key]
+    return {kind: {k: (round(v, 6) if isinstance(v, float) else v) for k, v in block.items()}
+            for kind, block in out.items()}
 
 
 def _spans(entries: Any, key: str, source: str) -> list[tuple[int, int]]:

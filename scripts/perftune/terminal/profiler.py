@@ -155,7 +155,8 @@ def case_evidence(op_dir: Path, rnd: evidence.RoundEvidence, case, op_name: str,
         reason += (f"; measured GM traffic {gm['bytes']:.4g} B at {gm['attained_bytes_per_s']:.4g} B/s = "
                    f"{gm['fraction_of_peak']:.1%} of the {gm['peak_status']} peak")
         roof["measured_arithmetic_intensity_ops_per_byte"] = _r(
-            (roof["arithmetic_ops"] + roof["transcendental_ops"]) / gm["bytes"]) if gm["bytes"] > 0 else None
+            (roof["arithmetic_ops"] + roof["transcendental_ops"] + roof["matmul_ops"]) / gm["bytes"]) \
+            if gm["bytes"] > 0 else None
     roof.update(status=status, reason=reason, fixed_share_source=_cite(scalar) if scalar else None)
     model = doc["model"]
     scalar_busy = model["pipes"].get("SCALAR", {}).get("mean_busy_fraction")

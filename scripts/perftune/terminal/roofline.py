@@ -6,8 +6,9 @@ as ``work_model`` and evaluated per case by :func:`perftune.contract.work_model.
 (arithmetic and transcendental operations by operation class, bytes of each tensor read or written
 once). There is no table keyed by operator name. Units are SI (op/s, B/s, µs).
 
-Floors: ``compute_floor = arithmetic / arithmetic_peak + transcendental / transcendental_peak``
-(the transcendental peak falls back to the arithmetic peak when the platform has none, and the
+Floors: ``compute_floor = arithmetic / arithmetic_peak + transcendental / transcendental_peak
++ matmul / matmul_peak`` (a matrix product's multiply-adds run on the cube at its own peak; the
+transcendental and matmul peaks fall back to the arithmetic peak when the platform has none, and the
 result says so); ``memory_floor = bytes / memory_peak``; ``roof = max(compute, memory)``;
 ``attained_fraction = roof / measured`` (1.0 = at the roof).
 
@@ -42,7 +43,7 @@ SCALAR_DOMINANT_SHARE = 0.5
 MEANINGFUL_FRACTION = 0.25
 BINDING_RATIO = 2.0
 PEAK_STATUSES = ("measured", "vendor_published", "unverified_external")
-PEAK_KEYS = ("arithmetic_ops_per_s", "transcendental_ops_per_s", "memory_bytes_per_s")
+PEAK_KEYS = ("arithmetic_ops_per_s", "transcendental_ops_per_s", "matmul_ops_per_s", "memory_bytes_per_s")
 ATTAINED_TOLERANCE = 0.2
 
 
@@ -70,6 +71,11 @@ class CaseWork:
     arithmetic_ops: int
     transcendental_ops: int
     bytes: int
+    matmul_ops: int = 0
+
+    @property
+    def compute_ops(self) -> int:
+        return self.arithmetic_ops + self.transcendental_ops + self.matmul_ops
 
 
 def parse_platform(obj: dict[str, Any], source: str = "-") -> Platform:
@@ -91,21 +97,22 @@ def case_work(case_id: str, shape: str, dtype: str, model: dict[str, Any], sourc
     """Necessary work of one case from the frozen model, its canonical shape (named groups allowed)
     and dtype."""
     work = work_model.case_work(model, case_id, shape, dtype, source)
-    if work["arithmetic_ops"] + work["transcendental_ops"] <= 0:
+    if work["arithmetic_ops"] + work["transcendental_ops"] + work["matmul_ops"] <= 0:
         raise ContractError(source, f"work_model.operations (case {case_id})", "declares no work",
                             "declare the operations the semantics require")
-    return CaseWork(case_id, work["arithmetic_ops"], work["transcendental_ops"], work["bytes"])
+    return CaseWork(case_id, work["arithmetic_ops"], work["transcendental_ops"], work["bytes"], work["matmul_ops"])
 
 
 def floors_us(work: CaseWork, platform: Platform) -> dict[str, Any]:
     """Compute and memory floors in µs, and which peaks they used."""
     arith = platform.peaks["arithmetic_ops_per_s"]
-    trans = platform.peak("transcendental_ops_per_s")
-    trans_rate = trans.value if trans else arith.value
-    compute_s = work.arithmetic_ops / arith.value + work.transcendental_ops / trans_rate
+    trans, cube = platform.peak("transcendental_ops_per_s"), platform.peak("matmul_ops_per_s")
+    compute_s = (work.arithmetic_ops / arith.value + work.transcendental_ops / (trans or arith).value
+                 + work.matmul_ops / (cube or arith).value)
     memory_s = work.bytes / platform.peaks["memory_bytes_per_s"].value
     return {"compute_floor_us": compute_s * 1e6, "memory_floor_us": memory_s * 1e6,
-            "transcendental_rate": "measured_peak" if trans else "arithmetic_peak_fallback"}
+            "transcendental_rate": "measured_peak" if trans else "arithmetic_peak_fallback",
+            "matmul_rate": "matmul_peak" if cube else "arithmetic_peak_fallback"}
 
 
 def _ideal_status(ratio: float) -> tuple[str, str]:
@@ -154,15 +161,15 @@ def roofline(work: CaseWork, measured_us: float | None, platform: Platform,
     return {
         "status": status, "reason": reason,
         "arithmetic_ops": work.arithmetic_ops, "transcendental_ops": work.transcendental_ops,
-        "necessary_bytes": work.bytes,
-        "arithmetic_intensity_ops_per_byte": _r((work.arithmetic_ops + work.transcendental_ops) / work.bytes),
+        "matmul_ops": work.matmul_ops, "necessary_bytes": work.bytes,
+        "arithmetic_intensity_ops_per_byte": _r(work.compute_ops / work.bytes),
         "compute_floor_us": _r(compute_us), "memory_floor_us": _r(memory_us), "roof_us": _r(roof_us),
         "binding_roof": "compute" if compute_us >= memory_us else "memory",
         "compute_to_memory_ratio": _r(ratio), "measured_us": _r(measured_us) if ok else None,
         "attained_fraction": _r(attained) if ok else None,
-        "attained_ops_per_s": _r((work.arithmetic_ops + work.transcendental_ops) / seconds) if ok else None,
+        "attained_ops_per_s": _r(work.compute_ops / seconds) if ok else None,
         "attained_bytes_per_s": _r(work.bytes / seconds) if ok else None,
-        "transcendental_rate": floors["transcendental_rate"],
+        "transcendental_rate": floors["transcendental_rate"], "matmul_rate": floors["matmul_rate"],
         "thresholds": {"scalar_dominant_share": SCALAR_DOMINANT_SHARE, "meaningful_fraction": MEANINGFUL_FRACTION,
                        "binding_ratio": BINDING_RATIO, "attained_tolerance": ATTAINED_TOLERANCE},
     }

@@ -8,7 +8,10 @@ field it comes from.
   data-movement pipes (``MTE_IN``, ``MTE1``, ``MTE_OUT``) of ``_simulate.pipe.swim.json`` are united
   and intersected (``pypto_sim_files.busy_model``). Overlap > 0 cycles inside a core is ``proven``;
   otherwise ``residual_not_overlapped``: each task moves, computes and stores in sequence, and the
-  only parallelism is across cores (counted).
+  only parallelism is across cores (counted). Per core type (AIC = cube side, AIV = vector side) the
+  grounds give the busy cycles of every pipe family; a MIX kernel (tasks on both sides) also gets
+  ``handoff``: per side the time its cores waited on predecessor tasks (``bubble_analysis.log`` ``Wait
+  Predecessor Time``, µs), the cube -> vector hand-off as the vector side sees it and back.
 - Platform: without ``--platform`` the shipped ``platforms/pypto-sim-<chip>.json`` of the frozen chip
   (peaks measured as simulated pipe busy rates; docs/pypto-sim-backend.md).
 - Scalar (launch overhead, the simulator models no scalar pipe): the share of ``Total Cycles``
@@ -62,7 +65,17 @@ def case_blocks(case_dir: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     details = pypto_sim.read_details(repeat)
     rel = repeat.relative_to(case_dir.parent).as_posix()
     window = files.task_window(json.loads((repeat / files.SWIM_JSON).read_text(encoding="utf-8")))
-    return _pipeline(details["busy_model"], rel), _scalar(details, window, rel)
+    pipeline = _pipeline(details["busy_model"], rel)
+    waits = files.waits_by_core_type(files.parse_bubble_log((repeat / files.BUBBLE_LOG).read_text(encoding="utf-8")))
+    if {"AIC", "AIV"} <= set(waits):
+        pipeline["handoff"] = {"source": f"{rel}/{files.BUBBLE_LOG}", "AIC": waits["AIC"], "AIV": waits["AIV"]}
+        side = {k: (waits[k]["cores"], waits[k]["wait_predecessor_us"]) for k in ("AIV", "AIC")}
+        pipeline["grounds"].append(
+            "MIX kernel: on predecessor tasks the vector side (the cube -> vector hand-off) waited "
+            f"{side['AIV'][1]:.3f} us summed over its {side['AIV'][0]} cores ({side['AIV'][1] / side['AIV'][0]:.3f} us a "
+            f"core), the cube side {side['AIC'][1]:.3f} us over {side['AIC'][0]} ({side['AIC'][1] / side['AIC'][0]:.3f} "
+            f"us a core) ({rel}/{files.BUBBLE_LOG} Wait Predecessor Time)")
+    return pipeline, _scalar(details, window, rel)
 
 
 def _pipeline(model: dict[str, Any], rel: str) -> dict[str, Any]:

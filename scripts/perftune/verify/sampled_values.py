@@ -25,16 +25,21 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ..contract import manifest as manifest_mod, protocol
-from ..measure import attestation
+from ..contract import manifest as manifest_mod, protocol, work_model
+from ..measure import attestation, evidence
 from ..measure import sampled_values as kept
 from ..measure.backends.base import runner_env
 from .timed_calls import Problem, _arms
 
 
-def expected_dtype(case: manifest_mod.Case) -> str | None:
-    """The output dtype the SPEC fixes for ``case``: its dtype when it names one (``float16``, or
-    ``x:float16,w:float16``); None when its parts differ (the SPEC names no output dtype then)."""
+def expected_dtype(case: manifest_mod.Case, model: dict[str, Any] | None = None) -> str | None:
+    """The output dtype the SPEC fixes for ``case``: the dtype its necessary-work model declares for
+    the written tensors (a float16 matmul's ``y | write | m*n | float32``); else the case's dtype when
+    it names one (``float16``, or ``x:float16,w:float16``); None when its parts differ (the SPEC names
+    no output dtype then)."""
+    written = work_model.written_dtype(model)
+    if written:
+        return written
     parts = {d.split(":")[-1] for d in str(case.dtype).split(",") if d}
     return parts.pop() if len(parts) == 1 else None
 
@@ -58,7 +63,7 @@ def _delivered_calls(rounds, man, delivered_sha):
 def dtype_problems(man, rounds, delivered_sha: str) -> list[Problem]:
     out = []
     for _rnd, case_id, where, rows in _delivered_calls(rounds, man, delivered_sha):
-        want = expected_dtype(man.case(case_id))
+        want = expected_dtype(man.case(case_id), man.raw.get("work_model"))
         bad = sorted({f"{o.get('arg')}:{o.get('dtype')}" for _i, r in rows for o in r.get("outputs", [])
                       if o.get("kind") == "tensor" and want and not _dtype_ok(want, o)})
         if bad:

@@ -1,6 +1,6 @@
 """P8's model check: a terminal record must use the operator's frozen necessary-work model.
 
-The verifier recomputes, per case, the necessary arithmetic and transcendental operations and bytes
+The verifier recomputes, per case, the necessary arithmetic, transcendental and matmul operations and bytes
 from ``PERFORMANCE_CASES.json#work_model`` (:func:`perftune.terminal.roofline.case_work`) and
 refuses a record whose model hash or numbers differ (a borrowed model gives other counts), and an
 attained fraction above ``1 + roofline.ATTAINED_TOLERANCE`` (faster than the necessary work allows:
@@ -19,7 +19,7 @@ from ..errors import PerftuneError
 from ..terminal import records, roofline
 
 _COUNTS = (("arithmetic_ops", "arithmetic_ops"), ("transcendental_ops", "transcendental_ops"),
-           ("necessary_bytes", "bytes"))
+           ("matmul_ops", "matmul_ops"), ("necessary_bytes", "bytes"))
 
 
 def load_record(op_dir: Path) -> dict[str, Any]:
@@ -51,7 +51,7 @@ def model_problems(man: manifest_mod.Manifest, record: dict[str, Any]) -> list[s
             continue  # unknown cases are reported by the entry checks
         roof = entry.get("roofline_terminal") or {}
         for key, attr in _COUNTS:
-            if roof.get(key) != getattr(work, attr):
+            if roof.get(key, 0 if key == "matmul_ops" else None) != getattr(work, attr):  # absent before cube work
                 out.append(f"case {case.id}: {key} {roof.get(key)} != {getattr(work, attr)} recomputed from the "
                            "frozen work model")
     return out
