@@ -3,18 +3,16 @@
 
 `freeze` reads the SPEC.md performance P0 table and the `test_*` functions of test_<op>.py
 (parsed with ast, nothing is imported), checks one-to-one coverage and the optimisation target,
-and writes the schema_version 2 manifest with the frozen protocol (seed 42). cpu Op Name: the
-kernel function: the top-level function of test_<op>.py that the wrapper launches exactly once per
-test call (checked with ast). A manifest is never overwritten; `--replace REASON` re-freezes while no
-round exists, keeping the old one in docs/perf/manifest_history/ (refused after the first round).
+and writes the schema_version 2 manifest with the frozen protocol (seed 42; the cpu Op Name: see
+--op-name). A manifest is never overwritten; `--replace REASON` re-freezes while no round exists,
+keeping the old one in docs/perf/manifest_history/ (refused after the first round).
 
 usage:
   freeze_cases.py freeze --op-dir DIR --target-case-ids ID [ID ...]|all_p0 --selection-mode MODE
                          --backend cpu|msprof|pypto-sim (--op-name NAME | --op-name-from RECORD [--op-name NAME])
                          [--device N] [--warmup N] [--repeats N] [--noise-band B --noise-band-reason TEXT]
                          [--remeasure-budget-s S] [--replace REASON] [--sim-arch A2A3|A5] [--json]
-  freeze_cases.py validate --op-dir DIR [--json]
-  freeze_cases.py show --op-dir DIR [--json]
+  freeze_cases.py validate|show --op-dir DIR [--json]
 
 example:
   python3 scripts/freeze_cases.py freeze --op-dir custom/rmsnorm --target-case-ids all_p0 --selection-mode all_p0_no_questions --backend cpu --op-name rmsnorm_kernel
@@ -41,8 +39,7 @@ def build_parser():
     sub = parser.add_subparsers(dest="command", required=True)
     freeze = sub.add_parser("freeze", help="build and write the manifest (never overwrites)")
     add_op_dir(freeze)
-    freeze.add_argument("--target-case-ids", nargs="+", required=True, help="optimisation target case ids, "
-                        "or all_p0 (every P0 case of SPEC.md; the standalone default)")
+    freeze.add_argument("--target-case-ids", nargs="+", required=True, help="target case ids, or all_p0 (every P0 case)")
     freeze.add_argument("--selection-mode", required=True, choices=protocol.SELECTION_MODES)
     freeze.add_argument("--backend", required=True, choices=protocol.BACKENDS)
     freeze.add_argument("--op-name", help="exact timed Op Name (msprof: from discovery; cpu: "
@@ -100,12 +97,11 @@ def main(argv=None) -> int:
             processes=args.processes, remeasure_budget_s=args.remeasure_budget_s,
             simulator=pypto_sim.simulator_identity(args.sim_arch) if args.backend == "pypto-sim" else None)
         manifest.check_protocol_values(proto, "freeze_cases.py")
-        if args.target_case_ids == ["all_p0"]:  # as operator-format.md writes it: every P0 case of SPEC.md
-            args.target_case_ids = freezing.p0_case_ids(args.op_dir)
+        targets = args.target_case_ids   # all_p0, as operator-format.md writes it: every P0 case of SPEC.md
+        targets = freezing.p0_case_ids(args.op_dir) if targets == ["all_p0"] else targets
         with frozen_inputs.recorded(args.op_dir, replace=args.replace):
-            path, obj, report = freezing.freeze(args.op_dir, target_case_ids=args.target_case_ids,
-                                                selection_mode=args.selection_mode, proto=proto,
-                                                test_name=args.test_file, replace=args.replace,
+            path, obj, report = freezing.freeze(args.op_dir, target_case_ids=targets, selection_mode=args.selection_mode,
+                                                proto=proto, test_name=args.test_file, replace=args.replace,
                                                 at=evidence.utc_now())
     else:
         obj, report = manifest.load_manifest(path).raw, {}

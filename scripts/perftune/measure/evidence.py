@@ -13,9 +13,8 @@ Decisions DESIGN left open (recorded here):
   the first record (``collection.json``, status ``in_progress``) onto ``round_NNN``: a round
   folder never exists without its label, even after a SIGKILL. A failed or killed round keeps
   its folder, so its number is never reused; a killed reservation leaves at most a hidden
-  ``.round_NNN.<pid>.tmp`` folder that nothing reads.
-- A case that failed and was retried keeps its failed attempt under ``case_<...>/attempt_NN/``;
-  only the successful attempt's repeat folders are moved up to ``case_<...>/repeat_NNN``.
+  ``.round_NNN.<pid>.tmp`` folder that nothing reads. A failed attempt of a retried case stays under
+  ``case_<...>/attempt_NN/``; only the successful attempt's repeats move up to ``case_<...>/repeat_NNN``.
 - Aggregation: ``trimmed_mean`` drops the min and the max when n >= 3, else the median (upstream).
 - ``source_files``: the runner ``test_<op>.py`` plus every other top-level ``*.py`` of the op dir
   except the frozen golden modules (``*_golden.py``, ``*_golden_cpu.py``) and ``conftest.py``.
