@@ -87,3 +87,14 @@ def test_the_paired_arm_rule_on_cpu_time_holds_where_load_blurs_wall_time():
     assert baseline_arm.judge(blurred)["slowed"] is False       # wall time alone: one moment under 1.5
     assert baseline_arm.judge(doubled)["slowed"] is True and baseline_arm.judge(doubled)["wall_slowed"] is False
     assert baseline_arm.judge(honest)["slowed"] is False
+
+
+def test_the_fresh_data_rule_clears_a_wall_time_collapse_the_cpu_time_does_not_share():
+    """Measured at load ~17: an honest fp32 kernel read 33x on fresh data vs 135x on the frozen inputs (wall
+    time); its calls' CPU time did not move. A content cache saves CPU work, so it collapses on both."""
+    assert remeasure.fresh_problem(135.0, 33.0) is not None                      # wall time alone: a false FAIL
+    assert remeasure.fresh_problem(135.0, 33.0, (120.0, 118.0)) is None          # the CPU work held
+    cache = remeasure.fresh_problem(50.0, 1.1, (45.0, 1.0))
+    assert cache is not None and "on CPU time 1.000 vs 45.000" in cache          # a cache: both collapse
+    assert remeasure.fresh_problem(50.0, 1.1, (None, 1.0)) is not None           # no seed-42 CPU figure: wall rule
+    assert remeasure.fresh_problem(50.0, 40.0, (45.0, 1.0)) is None              # the wall speed-up holds anyway
