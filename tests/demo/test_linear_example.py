@@ -24,7 +24,7 @@ def test_linear_reaches_pass_with_a_helping_and_a_useless_variant(tmp_path):
     assert result["chosen_version"] in ("v1_hoist", "v2_matmul") and result["chosen_reason"]
     assert all(c["verdict"] == "faster" for c in result["cases"])
     ran = result["steps_run"]
-    assert set(ran) - set(steps.EXTRA) == set(steps.ORDER) - {"bottleneck_profile", "derived_add"}  # no derived item
+    assert set(ran) - set(steps.WHEN_NEEDED) == set(steps.ORDER) - {"bottleneck_profile", "derived_add"}  # no derived item
     assert steps.order_problems(ran) == []
     op = Path(result["workdir"]) / "linear"
     ledger = json.loads((op / "docs/perf/ledger.json").read_text())

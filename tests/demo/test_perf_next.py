@@ -139,7 +139,7 @@ def test_failing_gates_come_before_any_judgement(op_dir):
     freeze_example(op_dir)
     refs = ROOT / "skills" / "pypto-pro-op-perf-tune" / "references"
     assert run_script("ledger.py", "init", "--op-dir", op_dir, "--sources-dir", refs).returncode == 0
-    st = next_step.State(op_dir, man=manifest.load_manifest(op_dir / protocol.MANIFEST_NAME),
+    st = next_step.State(op_dir, man=manifest.load_manifest(op_dir / protocol.MANIFEST_NAME), code_sha="s",
                          rounds=[{"name": "round_001", "id": "c1", "sha": "s", "partner": None}],
                          ledger=ledger_mod.load_ledger(op_dir / "docs/perf/ledger.json"),
                          files={protocol.GOLDEN_REPORT_NAME: 1.0, "docs/perf/platform_cpu.json": 1.0})
