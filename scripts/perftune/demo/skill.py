@@ -36,8 +36,8 @@ NAMES = ("DIR", "TARGET_IDS", "SELECTION_MODE", "BACKEND", "OP_NAME", "DEVICE", 
          "SCOPE", "EXAMINED", "FINDINGS", "FINAL_ROUND", "CONFIRM_PARTNER", "CONFIRM_ROUND",
          "OVERLAP_ITEM")
 # the placeholders whose flag a step leaves out when the value does not exist (step-values.md)
-OPTIONAL = frozenset({"SOURCES_DIR", "REASON_CODE", "QUICK_ID", "FORMAL_IDS", "RELATION", "FINDINGS",
-                      "CONFIRM_PARTNER"})
+OPTIONAL = frozenset({"SOURCES_DIR", "REASON_CODE", "APPLICABILITY", "GROUNDS", "QUICK_ID", "FORMAL_IDS",
+                      "RELATION", "FINDINGS", "CONFIRM_PARTNER"})
 # a name is delimited by anything but an upper-case letter or digit, so ``terminal_evidence_BEST_ROUND.json``
 # holds BEST_ROUND (``\b`` would not split ``_BEST_ROUND``: #27 Found 7); longest names first
 _PLACEHOLDER = re.compile(r"(?<![A-Z0-9])(?:" + "|".join(sorted(NAMES, key=len, reverse=True)) + r")(?![A-Z0-9_])")
