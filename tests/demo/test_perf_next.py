@@ -148,3 +148,17 @@ def test_failing_gates_come_before_any_judgement(op_dir):
     st.ledger = json.loads(run_script("ledger.py", "close-gated", "--op-dir", op_dir, "--json").stdout)
     after = next_step.prepare(st)
     assert after[0]["key"] == "close_preset" and "STATUS" in after[0]["needs"]   # a kb item: judgement
+
+
+def test_the_freeze_offers_the_band_each_backend_can_confirm(tmp_path):
+    """#38 Deliver 5: the printed default band is the backend's, and cpu's is the measured confirm reach
+    (benchmarks/results/confirm_band.json: the smallest band that confirms a paired A/A confirm)."""
+    from conftest import ROOT
+    op = write_gelu(tmp_path)
+    assert call_script("check_correctness.py", "--op-dir", op, "--json", cwd=op).returncode == 0
+    out = next_of(op, call_script)
+    assert out["next"] == "freeze"
+    band = out["steps"][0]["needs"]["NOISE_BAND"]
+    assert "cpu 0.8, pypto-sim 0.01, msprof 0.01" in band and "default 0.01" not in band
+    figures = json.loads((ROOT / "benchmarks/results/confirm_band.json").read_text())
+    assert figures["confirm_reach_min"] <= 0.8 <= figures["confirm_reach_median"] + 0.05

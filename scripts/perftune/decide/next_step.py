@@ -110,6 +110,10 @@ def _after(record: dict | None, mtime: float | None) -> bool:
     return datetime.fromisoformat(record["created_at"].replace("Z", "+00:00")).timestamp() >= int(mtime)
 
 
+def _bands() -> str:
+    return ", ".join(f"{b} {v:g}" for b, v in protocol.NOISE_BAND_BY_BACKEND.items())
+
+
 def prepare(st: State) -> list[dict] | None:
     """SKILL steps 1-10 (None once they are done)."""
     run = _run(st, st.code_sha)
@@ -119,8 +123,8 @@ def prepare(st: State) -> list[dict] | None:
         if not run["all_passed"]:
             return [step("stop", "the unchanged code fails its own tests: Stage 4 work, not Stage 5")]
         return [step("freeze", "no PERFORMANCE_CASES.json", {"DEVICE": "0"}, {
-            "WARMUP": "default 3", "REPEATS": "default 10", "NOISE_BAND": "default 0.01 (widen only before any "
-            "result, with --noise-band-reason)",
+            "WARMUP": "default 3", "REPEATS": "default 10", "NOISE_BAND": "default by backend, the band its confirm "
+            f"step can confirm: {_bands()} (docs/statistics.md; widen only before any result, with --noise-band-reason)",
             "TARGET_IDS": "the dispatch's optimization_target.case_ids verbatim; standalone (no dispatch): all_p0",
             "SELECTION_MODE": "the dispatch's selection_mode; standalone: all_p0_no_questions",
             "BACKEND": "cpu | msprof | pypto-sim", "OP_NAME": "cpu: the kernel function test_<op>.py's wrapper "
