@@ -25,7 +25,7 @@ VERSION_OF = {"gm-narrow": "v1_fp32_inplace", "gm-rows": "v2_rowloop"}
 EXTRA_ITEM, EXTRA_VERSION = "extra-1", "v3_narrow_again"   # an experiment added after a finished run
 JUDGEMENT = {
     "freeze": {"TARGET_IDS": ["all_p0"], "SELECTION_MODE": "all_p0_no_questions", "BACKEND": "cpu",
-               "OP_NAME": "gelu_kernel", "WARMUP": "1", "REPEATS": "5", "NOISE_BAND": "0.05"},
+               "OP_NAME": "gelu_kernel", "WARMUP": "1", "REPEATS": "5", "NOISE_BAND": "0.8"},   # cpu default
     "close_preset": {"STATUS": "already_implemented", "APPLICABILITY": "applicable",
                      "GROUNDS": "the baseline wrapper launches gelu_kernel once", "NOTE": "met by the baseline"},
     "record_baseline": {"COMPLIANCE": "one kernel, one launch"},
