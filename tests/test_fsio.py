@@ -91,3 +91,38 @@ def test_file_lock_serialises_processes(tmp_path):
         p.join(60)
     assert int(counter.read_text()) == 200
     assert os.path.exists(f"{counter}.lock")
+
+
+def test_a_batch_replaces_the_per_file_fsyncs_by_one_sync_at_its_end(tmp_path, monkeypatch):
+    calls = []
+    monkeypatch.setattr(os, "fsync", lambda fd: calls.append("fsync"))
+    monkeypatch.setattr(os, "sync", lambda: calls.append("sync"))
+    fsio.write_text(tmp_path / "alone.txt", "a")
+    assert calls == ["fsync", "fsync"]            # the file, then its folder
+    calls.clear()
+    with fsio.batched_durability():
+        with fsio.batched_durability():           # nested: still one sync, at the outermost end
+            for number in range(50):
+                fsio.write_text(tmp_path / "raw" / f"r{number}.csv", str(number))
+        assert calls == []
+    assert calls == ["sync"]
+    assert [(tmp_path / "raw" / f"r{n}.csv").read_text() for n in (0, 49)] == ["0", "49"]
+    calls.clear()
+    with pytest.raises(RuntimeError), fsio.batched_durability():
+        fsio.write_text(tmp_path / "half.csv", "x")
+        raise RuntimeError("the collector stops")
+    assert calls == ["sync"]                        # what was written is made durable before the error leaves
+    fsio.write_text(tmp_path / "commit.json", "{}")
+    assert calls == ["sync", "fsync", "fsync"]      # the commit record after the batch is fsynced as before
+
+
+def test_a_batch_belongs_to_its_thread(tmp_path, monkeypatch):
+    import threading
+    calls = []
+    monkeypatch.setattr(os, "fsync", lambda fd: calls.append(threading.current_thread().name))
+    monkeypatch.setattr(os, "sync", lambda: None)
+    with fsio.batched_durability():
+        worker = threading.Thread(target=fsio.write_text, args=(tmp_path / "other.txt", "b"), name="lane")
+        worker.start()
+        worker.join()
+    assert calls == ["lane", "lane"]

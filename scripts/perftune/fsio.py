@@ -3,6 +3,12 @@
 Every JSON file the product writes goes through :func:`write_json`: UTF-8, keys sorted, 2-space
 indent, written to a temp file in the same folder, fsynced, then renamed over the target, so a
 crash leaves either the old or the new content, never half of it (DESIGN §4, §10).
+
+Evidence written in bulk (the raw files of a round, thousands per round) is written inside
+:func:`batched_durability`: each file is still written atomically (temp file + rename), but the
+per-file fsyncs are replaced by one ``os.sync()`` when the batch ends. The batch's caller writes its
+commit record (the round's ``collection.json`` with status ``complete``) after the batch, with the
+usual fsync, so a crash inside the batch leaves a round that never reached ``complete``.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ import json
 import math
 import os
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -31,7 +38,30 @@ def dumps(obj: Any) -> str:
     return json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n"
 
 
+_BATCH = threading.local()
+
+
+def _batched() -> bool:
+    return getattr(_BATCH, "depth", 0) > 0
+
+
+@contextlib.contextmanager
+def batched_durability() -> Iterator[None]:
+    """Files written by this thread inside the block skip their own fsyncs; one ``os.sync()`` when the
+    outermost block ends makes them all durable (also when the block raises). Threads the block starts
+    (cases side by side) are their own: each of them enters its own block."""
+    _BATCH.depth = getattr(_BATCH, "depth", 0) + 1
+    try:
+        yield
+    finally:
+        _BATCH.depth -= 1
+        if not _BATCH.depth:
+            os.sync()
+
+
 def fsync_dir(folder: Path) -> None:
+    if _batched():
+        return
     with contextlib.suppress(OSError):
         fd = os.open(folder, os.O_RDONLY)
         try:
@@ -56,7 +86,8 @@ def write_bytes(path: str | Path, data: bytes, *, overwrite: bool = True) -> Pat
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
-            os.fsync(handle.fileno())
+            if not _batched():
+                os.fsync(handle.fileno())
         if overwrite:
             os.replace(tmp, target)
         else:

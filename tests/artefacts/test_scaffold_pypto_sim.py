@@ -69,6 +69,12 @@ def test_scaffold_to_stage5_pass_on_pypto_sim(tmp_path):
              "text": "the kernel writes every output element", "expected_metric": "no host-side work"}]}]}))
     code, verdict = stage5_run.run(op, [CASE], "rms_kernel", ["kb-rms-out-by-kernel"], backend="pypto-sim")
     assert code == 0 and verdict["verdict"] == "PASS", verdict.get("failures") or verdict
+    # code-level hotspots (issue 37): cycles per tile op of the final round, in the evidence and the report
+    [case] = json.loads((op / "docs/perf/terminal_evidence.json").read_text())["cases"]
+    tops = case["hotspots"]["tile_ops"]["top"]
+    assert "COPY_IN" in [t["name"] for t in tops] and sum(t["cycles"] for t in tops) <= case["hotspots"]["tile_ops"]["total_cycles"]
+    report = (op / "PERFORMANCE_REPORT.md").read_text()
+    assert "### Code-level hotspots" in report and f"| {CASE} | {tops[0]['name']} | {tops[0]['cycles']} |" in report
     [run] = [json.loads(p.read_text()) for p in (op / "docs/perf/correctness").glob("c*.json")]
     # the P0 test ran inside its probe; the three other tests shared one batch process (one pypto import)
     assert [(c["p0"], c.get("ran_in"), c.get("batch")) for c in run["cases"]] == [

@@ -157,3 +157,39 @@ def test_on_pypto_sim_close_gated_leaves_only_what_a_simulated_kernel_can_apply(
     man = __import__("perftune.contract.manifest", fromlist=["x"]).load_manifest(op / "PERFORMANCE_CASES.json")
     assert ledger_gates.failed_gate({"backend": "not msprof (a card-only counter)"}, man) is None
     assert ledger_gates.failed_gate({"backend": "not cpu/pypto-sim (why)"}, man)[0] == "backend"
+
+
+def _occupancy_profile(op_dir, name, cases):
+    """A step-11 profile whose cases carry the diagnosis' occupancy (``{case: (limited, spread)}``)."""
+    def case(c, limited, spread):
+        occ = {"decided": True, "limited": limited, "reason": f"{c}: 96 blocks on 48 aiv cores" +
+               (" = 3 waves, wave efficiency 0.67 < 0.8" if limited else " = 2 waves, wave efficiency 1.00 >= 0.8")}
+        block = {"spread": spread, "severe": spread > 0.3, "what": "aiv_time(us) per block"} if spread else None
+        return {"case": c, "roofline_terminal": {"status": "compute_bound"},
+                "profiler": {"diagnosis": {"figures": {"occupancy": occ, "block_spread": block}}}}
+    path = op_dir / "docs/perf/bottleneck" / f"terminal_evidence_{name}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"cases": [case(c, *v) for c, v in cases.items()]}))
+
+
+def test_an_occupancy_gate_closes_the_block_dim_methods_only_when_no_case_is_limited(op_dir):
+    """#37 Deliver 2: general-04 / general-14 (imbalance, tail) need an occupancy-limited case; a profile whose
+    every case fills the cores with an even spread closes them; one limited or severe case keeps them."""
+    freeze_example(op_dir)
+    assert run_script("ledger.py", "init", "--op-dir", str(op_dir), "--sources-dir", str(REFS)).returncode == 0
+    gated = {"general-04", "general-14"}
+
+    def pending(name, cases):
+        _occupancy_profile(op_dir, name, cases)
+        proc = run_script("ledger.py", "close-gated", "--op-dir", str(op_dir), "--json")
+        assert proc.returncode == 0, proc.stderr
+        return {i["item_id"]: i for i in json.loads(proc.stdout)["items"] if i["item_id"] in gated}
+
+    items = pending("round_001", {"a": (False, 0.05), "b": (False, 0.45)})        # b: per-block spread 45 %
+    assert {k for k, i in items.items() if i["status"] == "pending"} == gated
+    items = pending("round_002", {"a": (True, None), "b": (False, None)})          # a: a short last wave
+    assert {k for k, i in items.items() if i["status"] == "pending"} == gated
+    items = pending("round_003", {"a": (False, 0.05), "b": (False, None)})
+    assert {i["status"] for i in items.values()} == {"not_applicable"}
+    grounds = items["general-04"]["applicability"]["grounds"]
+    assert grounds.startswith("gate:occupancy — no case of docs/perf/bottleneck/terminal_evidence_round_003.json")

@@ -81,7 +81,7 @@ def test_complete_profiler_data_passes_p8_and_every_number_is_cited(built):
     assert {p["bandwidth"]["column"] for p in gm["from"]} == {
         "aiv_main_mem_read_bw(GB/s)", "aiv_main_mem_write_bw(GB/s)", "aic_main_mem_read_bw(GB/s)",
         "aic_main_mem_write_bw(GB/s)"}
-    assert "HBM2e" in gm["peak_source"] and case["profiler"]["reading"]["label"] == "vector_saturated"
+    assert "HBM2e" in gm["peak_source"] and case["profiler"]["diagnosis"]["label"] == "vector_bound"
     assert case["pipeline_evidence"]["source"]["lanes"][0]["overlap"]
 
 

@@ -95,6 +95,23 @@ BOUND_LABELS = (
     "insufficient_evidence", "no_dominant_pipe", "mixed",
     "compute_candidate", "data_movement_candidate", "scalar_candidate",
 )
+# Per-operator diagnosis over all launches (profiler/diagnosis.py owns the rule, D1-D7).
+DIAGNOSIS_LABELS = (
+    "aicpu_bound", "insufficient_evidence", "occupancy_bound", "cube_bound", "vector_bound", "mte2_bound",
+    "mte3_bound", "data_movement_bound", "scalar_bound", "launch_bound", "latency_bound",
+)
+# The bound families of the knowledge base (cards, methods, templates: bound_hint; case library: bound) a
+# label routes to, first family first (knowledge/cases.py reads it; a route is never empty: tests/knowledge).
+DIAGNOSIS_FAMILIES = {
+    "cube_bound": ("compute",), "vector_bound": ("compute",), "mte2_bound": ("data_movement",),
+    "mte3_bound": ("data_movement",), "data_movement_bound": ("data_movement",), "scalar_bound": ("scalar",),
+    "latency_bound": ("wait",), "launch_bound": ("wait", "any"), "occupancy_bound": ("any",),
+    "aicpu_bound": ("any",), "insufficient_evidence": ("any",), "no_dominant_pipe": ("wait", "any"),
+}
+DIAGNOSIS_SERIAL_SUM = 0.90       # vec + mte2 + mte3 of the vector side (msprof-analyze's vector-operator rule)
+DIAGNOSIS_LAUNCH_US = 20.0        # below it nothing dominating = launch-bound (msprof-analyze's "no bound" minimum task)
+DIAGNOSIS_WAVE_EFFICIENCY = 0.80  # blocks / (waves x cores) below it: the last wave leaves cores idle
+DIAGNOSIS_BLOCK_SPREAD = 0.30     # (max - min) / max of per-block core time above it: severe imbalance (msprof-guide MS-4)
 
 DEFAULT_TARGET_METRIC = "golden_per_iteration_us / final_us"
 DEFAULT_TARGET_THRESHOLD = 1.0

@@ -20,6 +20,13 @@ decidable from the frozen manifest alone, so they need no judgement:
   ``balanced_compute_movement`` satisfies both compute and data movement; ``unattributed_residual`` and
   ``insufficient_evidence`` decide nothing.
 
+- ``occupancy``: a gate text starting with ``limited`` (the block_dim / imbalance cards: general-04,
+  general-14, scalar-03) fails when every case of that profile has a decided occupancy that is not
+  limited: the blocks against the chip's cores fill every core with no short last wave
+  (``profiler.diagnosis.figures.occupancy``, msprof with a probed chip) and no per-block / per-core spread
+  above ``DIAGNOSIS_BLOCK_SPREAD`` (``block_spread``; pypto-sim: ``hotspots.core_spread``). A case without
+  such evidence decides nothing (:func:`occupancy_of`).
+
 Every other gate text (``any``, shapes, qualified bounds such as ``… on aic``, "dtypes supported by …")
 stays the agent's judgement. An item already under experiment (a hypothesis recorded) is never closed.
 :func:`close_failed` closes each pending non-kb item with a failing gate as ``not_applicable`` with
@@ -53,14 +60,41 @@ BOTTLENECK_GLOB = f"{protocol.PERF_DIR}/bottleneck/terminal_evidence_*.json"
 
 
 def bound_evidence(op_dir: str | Path) -> dict[str, Any] | None:
-    """``{file, cases: {case: roofline status}}`` of the newest bottleneck profile, None before any."""
+    """``{file, cases: {case: roofline status}, occupancy: {case: occupancy_of}}`` of the newest bottleneck
+    profile, None before any."""
     root = Path(op_dir)
     found = sorted(root.glob(BOTTLENECK_GLOB))
     if not found:
         return None
     data = fsio.read_json(found[-1], what="terminal evidence")
     return {"file": found[-1].relative_to(root).as_posix(),
-            "cases": {c["case"]: (c.get("roofline_terminal") or {}).get("status") for c in data.get("cases", [])}}
+            "cases": {c["case"]: (c.get("roofline_terminal") or {}).get("status") for c in data.get("cases", [])},
+            "occupancy": {c["case"]: occupancy_of(c) for c in data.get("cases", [])}}
+
+
+def occupancy_of(case: dict[str, Any]) -> dict[str, Any] | None:
+    """``{limited, reason}`` of one profiled case (module docstring), None when nothing is decided."""
+    figures = ((case.get("profiler") or {}).get("diagnosis") or {}).get("figures") or {}
+    occ = figures.get("occupancy") or {}
+    spreads = [s for s in (figures.get("block_spread"), (case.get("hotspots") or {}).get("core_spread")) if s]
+    if spreads and any(s["severe"] for s in spreads):
+        worst = max(spreads, key=lambda s: s["spread"])
+        return {"limited": True, "reason": f"spread {worst['spread']:.1%} ({worst['what']})"}
+    if occ.get("decided"):
+        return {"limited": bool(occ["limited"]), "reason": occ["reason"]}
+    if spreads:
+        return {"limited": False, "reason": f"spread {spreads[0]['spread']:.1%} ({spreads[0]['what']})"}
+    return None
+
+
+def _occupancy_fails(gate: str, bounds: dict[str, Any] | None) -> str | None:
+    if bounds is None or not bounds.get("occupancy") or not gate.strip().startswith("limited"):
+        return None
+    found = bounds["occupancy"]
+    if any(v is None or v["limited"] for v in found.values()):
+        return None
+    shown = "; ".join(f"{c}: {v['reason']}" for c, v in sorted(found.items()))
+    return f"no case of {bounds['file']} is occupancy-limited ({shown}); the item needs: {gate.strip()}"
 
 
 def _bound_fails(gate: str, bounds: dict[str, Any] | None) -> str | None:
@@ -94,7 +128,10 @@ def failed_gate(gates: dict[str, str], man: Manifest, bounds: dict[str, Any] | N
         if not {_DTYPES[n] for n in names} & set(frozen):
             return "dtype", f"the frozen cases are {frozen}; the item needs {dtype}"
     why = _bound_fails(gates.get("bound", ""), bounds)
-    return ("bound", why) if why else None
+    if why:
+        return "bound", why
+    why = _occupancy_fails(gates.get("occupancy", ""), bounds)
+    return ("occupancy", why) if why else None
 
 
 def gate_failures(ledger: dict[str, Any], man: Manifest, bounds: dict[str, Any] | None = None) -> list[dict[str, str]]:

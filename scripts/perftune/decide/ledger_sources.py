@@ -48,7 +48,8 @@ SELECTION_FIELDS = ("optional_patterns", "required_constraints")
 REQUIREMENT_KINDS = ("obligation", "precondition", "validation_scope")
 INDEX_COLUMNS = ("id", "title", "lifecycle", "optimization_eligible", "file")
 GATE_KEYS = ("platform", "dtype", "shape", "bound")           # every item states these
-OPTIONAL_GATE_KEYS = ("backend",)                            # stated where a measuring backend cannot apply it
+OPTIONAL_GATE_KEYS = ("backend", "occupancy")               # backend: where a backend cannot apply it;
+                                                             # occupancy: block_dim cards (ledger_gates)
 _MD_GATE = re.compile(r"^- \*\*(\w+)\*\*: *(\S.*)$")
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 

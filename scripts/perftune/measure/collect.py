@@ -175,6 +175,11 @@ def _header(ctx: Context, collection_id: str, ident: dict[str, Any]) -> dict[str
 
 
 def _paired_case(ctx: Context, base_spec: RunSpec, case, attempt: Path):
+    with fsio.batched_durability():   # the raw files of both arms; the caller's record commits them
+        return _paired_case_files(ctx, base_spec, case, attempt)
+
+
+def _paired_case_files(ctx: Context, base_spec: RunSpec, case, attempt: Path):
     together = ctx.backend.run_paired_case(ctx.spec, base_spec, case, attempt)
     if together is None:
         candidate, baseline, order = [], [], []
@@ -230,23 +235,24 @@ def _collect_case(ctx: Context, case, case_dir: Path, retry: int, base_spec: Run
     errors = []
     for number in range(1, retry + 2):
         attempt = case_dir / f"attempt_{number:02d}"
-        try:
-            if sim_reuse.applies(ctx.backend.name):
-                del rows[:]   # only the reuse of the attempt that is kept
-                result = _deterministic_case(ctx, collection, case, attempt, base_spec, rows)
-            elif base_spec is None:
-                result = (ctx.backend.run_case(ctx.spec, case, attempt), None, None)
-            else:
-                result = _paired_case(ctx, base_spec, case, attempt)
-        except CheckFailed as exc:
-            errors.append(exc.line())
-            progress(f"  {case.id}: attempt {number} failed: {exc.problem}")
-            continue
-        for index in range(1, ctx.spec.repeats + 1):
-            (attempt / repeat_dir_name(index)).rename(case_dir / repeat_dir_name(index))
-        for leftover in attempt.iterdir():
-            leftover.rename(case_dir / leftover.name)
-        attempt.rmdir()
+        with fsio.batched_durability():   # the raw files; measurement.json and collection.json commit them
+            try:
+                if sim_reuse.applies(ctx.backend.name):
+                    del rows[:]   # only the reuse of the attempt that is kept
+                    result = _deterministic_case(ctx, collection, case, attempt, base_spec, rows)
+                elif base_spec is None:
+                    result = (ctx.backend.run_case(ctx.spec, case, attempt), None, None)
+                else:
+                    result = _paired_case(ctx, base_spec, case, attempt)
+            except CheckFailed as exc:
+                errors.append(exc.line())
+                progress(f"  {case.id}: attempt {number} failed: {exc.problem}")
+                continue
+            for index in range(1, ctx.spec.repeats + 1):
+                (attempt / repeat_dir_name(index)).rename(case_dir / repeat_dir_name(index))
+            for leftover in attempt.iterdir():
+                leftover.rename(case_dir / leftover.name)
+            attempt.rmdir()
         return (*result, number)
     raise CheckFailed(case_dir, case.id, f"failed after {retry + 1} attempt(s): {errors[-1]}",
                       "see the attempt_NN folders; fix the runner and collect a new round")
@@ -422,14 +428,15 @@ def _quick_case(ctx: Context, obj: dict[str, Any], quick_dir: Path, case, progre
     """One case of a quick screen: (its entry, the reuse rows); paired with ``base_spec`` (the current
     best) like a formal round; on a deterministic backend each question once."""
     raw, rows, arm = quick_dir / evidence.case_dir_name(case.id), [], None
-    if sim_reuse.applies(ctx.backend.name):
-        cand, base, _ = _deterministic_case(ctx, obj, case, raw, base_spec, rows, cited_root=raw)
-        samples, arm = [r.duration_us for r in cand], ([r.duration_us for r in base] if base else None)
-    elif base_spec is None:
-        samples = ctx.backend.quick_case(ctx.spec, case, raw)
-    else:
-        cand, base, _ = _paired_case(ctx, base_spec, case, raw)
-        samples, arm = [r.duration_us for r in cand], [r.duration_us for r in base]
+    with fsio.batched_durability():   # the raw files; quick_performance.json commits them
+        if sim_reuse.applies(ctx.backend.name):
+            cand, base, _ = _deterministic_case(ctx, obj, case, raw, base_spec, rows, cited_root=raw)
+            samples, arm = [r.duration_us for r in cand], ([r.duration_us for r in base] if base else None)
+        elif base_spec is None:
+            samples = ctx.backend.quick_case(ctx.spec, case, raw)
+        else:
+            cand, base, _ = _paired_case(ctx, base_spec, case, raw)
+            samples, arm = [r.duration_us for r in cand], [r.duration_us for r in base]
     value, used = evidence.aggregate(samples, ctx.protocol.aggregation)
     progress(f"  {case.id}: quick {used} {value:.3f} us over {len(samples)} repeats"
              + (f" (paired best {evidence.aggregate(arm, ctx.protocol.aggregation)[0]:.3f} us)" if arm else ""))

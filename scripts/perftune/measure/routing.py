@@ -15,7 +15,9 @@ Rule (thresholds from :mod:`perftune.contract.protocol`):
    aiv: compute = vec; data_movement = mte2, mte3; scalar = scalar.
    Missing ratios are skipped; a ratio outside [0, 1], non-finite or non-numeric is a ContractError.
 3. A family triggers when one of its ratios is > ``BOUND_ROUTE_HIGH`` (0.80), or its maximum is the
-   overall maximum (ties included) and > ``BOUND_ROUTE_MAX`` (0.70). Both comparisons are strict.
+   overall maximum (ties included) and > ``BOUND_ROUTE_MAX`` (0.70). Both comparisons are strict
+   (:func:`perftune.profiler.diagnosis.triggers`, the rule's one owner; the per-operator diagnosis
+   over all launches applies it per pipe).
 4. Label: no ratio present → ``insufficient_evidence``; nothing triggered → ``no_dominant_pipe``;
    more than one family → ``mixed``; else ``<family>_candidate``.
 
@@ -29,7 +31,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..contract import protocol
-from ..profiler import core_types
+from ..profiler import core_types, diagnosis
 from ..errors import ContractError
 
 AIC_TIME = "aicore_time(us)"
@@ -116,9 +118,7 @@ def route(row: Mapping[str, Any], source: str = "-") -> dict[str, Any]:
     ratios = family_ratios(row, core, source) if core else {f: {} for f in FAMILY_ORDER}
     maxima = {f: (max(values.values()) if values else None) for f, values in ratios.items()}
     present = [m for m in maxima.values() if m is not None]
-    overall = max(present) if present else None
-    triggered = [f for f, m in maxima.items() if m is not None and (
-        m > protocol.BOUND_ROUTE_HIGH or (m == overall and m > protocol.BOUND_ROUTE_MAX))]
+    triggered = diagnosis.triggers(maxima)
     label = _label(bool(present), triggered)
     return {
         "kind": ROUTE_KIND,

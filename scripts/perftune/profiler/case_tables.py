@@ -69,6 +69,16 @@ def case_columns(case_dir: Path, op_name: str, op_dir: Path,
     return out
 
 
+def launch_rows(columns: dict[str, dict[str, dict[str, Any]]],
+                metric: str = protocol.CANONICAL_METRIC) -> list[dict[str, float]]:
+    """The target row of every repeat of ``metric``'s table as ``column -> number`` (repeat order): the
+    launches :func:`profiler.diagnosis.diagnose` reads for the case."""
+    table = columns.get(metric, {})
+    files = sorted({f for cite in table.values() for f in cite["files"]})
+    return [{column: cite["values"][cite["files"].index(f)] for column, cite in table.items() if f in cite["files"]}
+            for f in files]
+
+
 def _value(pipe: dict[str, dict[str, Any]], column: str) -> float | None:
     return pipe[column]["value"] if column in pipe else None
 

@@ -18,10 +18,15 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ContractError
-from . import core_types, kernel_details, launches, msopprof_csv, msprof_csv, prof_layout, timeline
+from .. import fsio
+from ..contract import schemas
+from . import (core_types, diagnosis, hotspots, kernel_details, launches, msopprof_csv, msprof_csv, occupancy,
+               prof_layout, timeline)
 
 MAX_BYTES = 64 << 20
 TRACE_GLOBS = ("trace.json", "msprof_*.json", "trace_view.json")
+READERS = {"OpBasicInfo": msopprof_csv.op_basic_info, "PipeUtilization": msopprof_csv.pipe_utilization,
+           "instr_exe": hotspots.instr_exe, "code_exe": hotspots.code_exe}
 
 
 def _text(path: Path) -> str:
@@ -36,14 +41,20 @@ def _merged(files: list[Path]) -> str:
     return texts[0] if len(texts) == 1 else msprof_csv.merge_slices(texts, [str(f) for f in files])
 
 
-def _table(root: Path, prefix: str, warnings: list[str]) -> tuple[list[Path], str | None]:
+def _table(root: Path, prefix: str, found: dict[str, list[Path]], warnings: list[str]) -> tuple[list[Path], str | None]:
+    """The files and merged text of the one ``prefix`` table: a file of that kind, else by name, else the
+    one file of that kind by content (``found``: :func:`prof_layout.content_kinds`)."""
     if root.is_file():
-        return ([root], _text(root)) if root.name.startswith(prefix + "_") else ([], None)
-    if not prof_layout.table_folders(root, prefix):
-        return [], None
+        return ([root], _text(root)) if prof_layout.kind_of_file(root) == prefix else ([], None)
     try:
-        files = prof_layout.table_files(root, prefix)
-        return files, _merged(files)
+        if prof_layout.table_folders(root, prefix):
+            files = prof_layout.table_files(root, prefix)
+            return files, _merged(files)
+        by_content = found.get(prefix, [])
+        if len(by_content) > 1:
+            raise ContractError(root, f"{prefix} (by content)", f"{len(by_content)} files hold a {prefix} table: "
+                                f"{[_rel(f, root) for f in by_content[:4]]}", "inspect one run's folder or file")
+        return (by_content, _text(by_content[0])) if by_content else ([], None)
     except ContractError as exc:
         warnings.append(exc.line())
         return [], None
@@ -86,10 +97,17 @@ def _target(frame, task_time, op_name: str, source: str, warnings: list[str]) ->
     return out
 
 
-def _msprof(root: Path, op_name: str | None, report: dict[str, Any]) -> None:
+def _diagnose(frame, ops: launches.OpLaunches, cores: dict[str, Any] | None) -> dict[str, Any]:
+    """:func:`diagnosis.diagnose` of one op over all its launches."""
+    rows = [diagnosis.numbers_of(v) for v in launches.launch_values(frame, ops)]
+    return diagnosis.diagnose(rows, ops.launch_durations(), row_types=ops.labels, launch_types=ops.launch_labels(),
+                              compute=launches.COMPUTE in ops.kinds, cores=cores)
+
+
+def _msprof(root: Path, op_name: str | None, report: dict[str, Any], found: dict[str, list[Path]]) -> None:
     warnings = report["warnings"]
-    files, text = _table(root, "op_summary", warnings)
-    tt_files, tt_text = _table(root, "task_time", warnings)
+    files, text = _table(root, "op_summary", found, warnings)
+    tt_files, tt_text = _table(root, "task_time", found, warnings)
     task_time = None
     if tt_text is not None:
         report["tables"].append({"kind": "task_time", "files": [_rel(f, root) for f in tt_files]})
@@ -109,7 +127,8 @@ def _msprof(root: Path, op_name: str | None, report: dict[str, Any]) -> None:
     report["tables"].append({"kind": "op_summary", "files": [_rel(f, root) for f in files],
                              "rows": len(frame), "pmu_columns": launches.pmu_columns(names)})
     try:
-        report["ops"] = [o.as_dict() for o in launches.group(frame, source, task_time)]
+        report["ops"] = [{**o.as_dict(), "diagnosis": _diagnose(frame, o, report["cores"])}
+                         for o in launches.group(frame, source, task_time)]
     except ContractError as exc:
         warnings.append(exc.line())
     for item in report["ops"]:
@@ -118,8 +137,8 @@ def _msprof(root: Path, op_name: str | None, report: dict[str, Any]) -> None:
         report["target"] = _target(frame, task_time, op_name, source, warnings)
 
 
-def _kernel_details(root: Path, report: dict[str, Any]) -> None:
-    for path in prof_layout.kernel_details_files(root):
+def _kernel_details(root: Path, report: dict[str, Any], found: dict[str, list[Path]]) -> None:
+    for path in sorted({*prof_layout.kernel_details_files(root), *found.get("kernel_details", [])}):
         try:
             text = _text(path)
             names = msprof_csv.header(text, str(path))
@@ -137,15 +156,61 @@ def _kernel_details(root: Path, report: dict[str, Any]) -> None:
             report["warnings"].append(exc.line())
 
 
-def _msopprof(root: Path, report: dict[str, Any]) -> None:
-    for path in prof_layout.msopprof_files(root):
+def _msopprof(root: Path, report: dict[str, Any], found: dict[str, list[Path]]) -> None:
+    by_content = [p for k in prof_layout.MSOPPROF_KINDS for p in found.get(k, [])]
+    for path in sorted({*prof_layout.msopprof_files(root), *by_content}):
         try:
-            kind, text = msopprof_csv.kind_of(path.name), _text(path)
-            content = msopprof_csv.op_basic_info(text, str(path)) if kind == "OpBasicInfo" \
-                else msopprof_csv.pipe_utilization(text, str(path))
+            kind = prof_layout.kind_of_file(path)
+            if kind not in READERS:     # the name says msOpProf, the header another table
+                continue
+            content = READERS[kind](_text(path), str(path))
             report["msopprof"].append({"file": _rel(path, root), "kind": kind, "content": content})
         except ContractError as exc:
             report["warnings"].append(exc.line())
+
+
+def _msopprof_diagnoses(root: Path, report: dict[str, Any]) -> None:
+    """One diagnosis per folder holding a ``PipeUtilization`` table: its block rows, the side with the larger
+    summed core time, the per-block spread and the blocks of ``OpBasicInfo`` in the same folder (on a ``mix``
+    kernel the vector side's blocks are its ``Mix Block Dim``, the MIX_AIC layout of one cube and two vector
+    rows per block)."""
+    folders: dict[str, dict[str, Any]] = {}
+    for item in report["msopprof"]:
+        folders.setdefault(str(Path(item["file"]).parent), {})[item["kind"]] = item
+    for folder, kinds in sorted(folders.items()):
+        if "PipeUtilization" not in kinds:
+            continue
+        path = (root if root.is_dir() else root.parent) / kinds["PipeUtilization"]["file"]
+        try:
+            rows = msopprof_csv.block_rows(_text(path), str(path))
+        except ContractError as exc:
+            report["warnings"].append(exc.line())
+            continue
+        side = diagnosis.block_side(rows)
+        basic = ((kinds.get("OpBasicInfo") or {}).get("content") or [{}])[0]
+        blocks = {"Block Num": basic.get("block_dim"), "Mix Block Num": basic.get("mix_block_dim")}
+        kind = "MIX_AIC" if basic.get("op_type") == "mix" else None
+        spread = occupancy.msopprof_spread(kinds["PipeUtilization"]["content"], side[0], kinds["PipeUtilization"]["file"]) \
+            if side[0] else None
+        found = diagnosis.diagnose([{**r, **{k: v for k, v in blocks.items() if v}} for r in rows],
+                                   [basic.get("duration_us")], launch_types=[kind] * len(rows), cores=report["cores"],
+                                   block_spread=spread, side=side)
+        found["figures"]["rows_are"] = "msOpProf block rows (one per block and sub-block), not launches"
+        report["msopprof_diagnoses"].append({"folder": folder, "op_name": basic.get("op_name"), "diagnosis": found})
+
+
+def _platform(platform: str | Path | None, chip: str | None) -> dict[str, Any] | None:
+    """The chip's core counts from a platform file (:func:`occupancy.cores_of`), None without a file."""
+    if platform is None:
+        return None
+    obj = fsio.read_json(Path(platform), what="platform file")
+    schemas.validate(obj, "platform", platform)
+    cores = occupancy.cores_of(obj, chip)
+    if cores is None:
+        have = [p for e in obj.get("cores") or [] for p in e["chip_patterns"]]
+        raise ContractError(platform, "cores", f"no core counts for chip {chip!r} (entries for {have})",
+                            "pass --chip with the npu-smi 'Chip Name' of the card, or a platform file with its cores")
+    return {**cores, "platform_file": str(platform)}
 
 
 def _timelines(root: Path, op_name: str | None, report: dict[str, Any]) -> None:
@@ -166,20 +231,26 @@ def _timelines(root: Path, op_name: str | None, report: dict[str, Any]) -> None:
         report["timelines"].append(item)
 
 
-def inspect_path(path: str | Path, op_name: str | None = None) -> dict[str, Any]:
-    """The inspection report of one profiler folder or file (see the module docstring)."""
+def inspect_path(path: str | Path, op_name: str | None = None, *, platform: str | Path | None = None,
+                 chip: str | None = None) -> dict[str, Any]:
+    """The inspection report of one profiler folder or file (see the module docstring); ``platform`` (a
+    ``platforms/*.json`` file) and ``chip`` give the core counts the occupancy rule reads."""
     root = Path(path)
     if not root.exists():
         raise ContractError(path, "PATH", "does not exist", "pass a PROF_*, OPPROF_* or ASCEND_PROFILER_OUTPUT "
                             "folder, or one of their files")
-    report: dict[str, Any] = {"path": str(root), "op_name": op_name, "tables": [], "ops": [], "kernel_details": [],
-                              "msopprof": [], "timelines": [], "warnings": []}
-    if root.is_file() and root.name in prof_layout.MSOPPROF_FILES or root.is_dir():
-        _msopprof(root, report)
-    if root.is_file() and root.name == prof_layout.KERNEL_DETAILS or root.is_dir():
-        _kernel_details(root, report)
-    if root.is_dir() or root.name.startswith(("op_summary_", "task_time_")):
-        _msprof(root, op_name, report)
+    report: dict[str, Any] = {"path": str(root), "op_name": op_name, "cores": _platform(platform, chip), "tables": [],
+                              "ops": [], "kernel_details": [], "msopprof": [], "msopprof_diagnoses": [],
+                              "timelines": [], "warnings": []}
+    kind = prof_layout.kind_of_file(root) if root.is_file() else None
+    found = prof_layout.content_kinds(root) if root.is_dir() else {}
+    if root.is_dir() or kind in prof_layout.MSOPPROF_KINDS:
+        _msopprof(root, report, found)
+        _msopprof_diagnoses(root, report)
+    if root.is_dir() or kind == "kernel_details":
+        _kernel_details(root, report, found)
+    if root.is_dir() or kind in prof_layout.MSPROF_TABLES:
+        _msprof(root, op_name, report, found)
     if root.is_dir() or root.suffix == ".json":
         _timelines(root, op_name, report)
     if not any(report[k] for k in ("tables", "kernel_details", "msopprof", "timelines")):
@@ -187,6 +258,11 @@ def inspect_path(path: str | Path, op_name: str | None = None) -> dict[str, Any]
         raise ContractError(path, "PATH", f"no profiler table or timeline found{detail}",
                             "pass a PROF_*, OPPROF_* or ASCEND_PROFILER_OUTPUT folder, or one of their files")
     return report
+
+
+def _diagnosis_line(found: dict[str, Any]) -> str:
+    return (f"  diagnosis {found['label']} [{found['rule_id']}] on {found['side']}: {found['rule']}; next: "
+            f"{found['next']['command']} ({', '.join(found['next']['families'])})")
 
 
 def render_text(report: dict[str, Any]) -> str:
@@ -200,6 +276,10 @@ def render_text(report: dict[str, Any]) -> str:
                      f"({op['rows_per_launch']} per launch), task types {op['task_types']}, compute streams "
                      f"{op['compute_streams']}, control streams {op['control_streams']}, total "
                      f"{op['total_duration_us']} us")
+        lines.append(_diagnosis_line(op["diagnosis"]))
+    for item in report["msopprof_diagnoses"]:
+        lines.append(f"msOpProf {item['folder']} ({item['op_name']}):")
+        lines.append(_diagnosis_line(item["diagnosis"]))
     target = report.get("target")
     if target:
         if target.get("found"):

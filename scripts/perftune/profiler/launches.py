@@ -84,6 +84,10 @@ class OpLaunches:
         index = {r: i for i, r in enumerate(self.rows)}
         return [self.durations[index[r]] for r in self.launch_rows]
 
+    def launch_labels(self) -> list[str]:
+        index = {r: i for i, r in enumerate(self.rows)}
+        return [self.labels[index[r]] for r in self.launch_rows]
+
     def as_dict(self) -> dict[str, Any]:
         def side(kind: str) -> list[str]:
             return sorted({s for s, k in zip(self.streams, self.kinds) if k == kind and s is not None})
@@ -172,6 +176,12 @@ def group(frame: pd.DataFrame, source: str, task_time: pd.DataFrame | None = Non
         names_seen = tuple(dict.fromkeys(kernel_names[r] for r in ops.launch_rows if kernel_names[r] is not None))
         out.append(OpLaunches(**{**ops.__dict__, "warnings": tuple(warnings), "kernel_names": names_seen}))
     return out
+
+
+def launch_values(frame: pd.DataFrame, ops: OpLaunches) -> list[dict[str, float | str | None]]:
+    """Every cell of each launch row of ``ops`` (:func:`msprof_csv.cell`: number, text or None), in order."""
+    records = frame.iloc[list(ops.launch_rows)].to_dict("records")
+    return [{str(c): msprof_csv.cell(v) for c, v in record.items()} for record in records]
 
 
 def op_launches(frame: pd.DataFrame, op_name: str, source: str,

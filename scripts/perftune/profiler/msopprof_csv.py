@@ -9,7 +9,8 @@ the msprof tables (:func:`msprof_csv.normalize_header`, so ``Op Name`` / ``Task 
 What it adds to P8 evidence: :func:`op_basic_info` gives the kernel's msOpProf duration, block
 dims and frequencies (a second, per-kernel source next to op_summary); :func:`pipe_utilization`
 gives, per ``*_ratio`` column, the per-block values with min / mean / max (one row per
-``block_id`` / ``sub_block_id``). Any other file is refused naming the kinds this module reads.
+``block_id`` / ``sub_block_id``). Which file is which is decided by its header
+(:func:`prof_layout.kind_of_file`).
 """
 
 from __future__ import annotations
@@ -22,17 +23,9 @@ from typing import Any
 from ..errors import ContractError
 from . import msprof_csv
 
-KINDS = ("OpBasicInfo", "PipeUtilization")
 MISSING = ("NA", "N/A", "")
-
-
-def kind_of(name: str) -> str:
-    """``OpBasicInfo`` / ``PipeUtilization`` from a file name; anything else is a ContractError."""
-    stem = name.rsplit("/", 1)[-1].removesuffix(".csv")
-    if stem not in KINDS:
-        raise ContractError(name, "file kind", f"{stem!r} is not a msOpProf table this reader knows",
-                            f"pass one of {[k + '.csv' for k in KINDS]}")
-    return stem
+BLOCK_TIMES = ("aic_time(us)", "aiv_time(us)")
+OP_SUMMARY_NAME = {"aic_time(us)": "aicore_time(us)"}
 
 
 def read_rows(text: str, source: str) -> tuple[list[str], list[dict[str, str | None]]]:
@@ -88,15 +81,38 @@ def op_basic_info(text: str, source: str) -> list[dict[str, Any]]:
 
 
 def pipe_utilization(text: str, source: str) -> dict[str, dict[str, Any]]:
-    """``{ratio column: {values, min, mean, max, blocks}}`` over the blocks of ``PipeUtilization.csv``."""
+    """``{column: {values, min, mean, max, blocks}}`` over the blocks of ``PipeUtilization.csv``: every
+    ``*_ratio`` column and the per-block core times ``aic_time(us)`` / ``aiv_time(us)`` (the spread between
+    blocks, :func:`occupancy.msopprof_spread`); a block row whose cell is ``NA`` (the other side) is left out."""
     names, rows = read_rows(text, source)
     ratios = [n for n in names if n.endswith("_ratio")]
     if not ratios:
         raise ContractError(source, "*_ratio", "no ratio column", "pass msOpProf's PipeUtilization.csv")
     out = {}
-    for column in ratios:
+    for column in [*ratios, *(n for n in BLOCK_TIMES if n in names)]:
         values = [v for v in (_number(r[column], source, column) for r in rows) if v is not None]
         if values:
             out[column] = {"values": values, "blocks": len(values), "min": min(values),
                            "mean": round(sum(values) / len(values), 6), "max": max(values)}
+    return out
+
+
+def block_rows(text: str, source: str) -> list[dict[str, float]]:
+    """Every block row of ``PipeUtilization.csv`` as ``column -> number`` (``NA`` cells left out), in the
+    op_summary sense: the cube core time ``aic_time(us)`` named ``aicore_time(us)``, and each
+    ``<side>_<pipe>_ratio`` recomputed as ``<side>_<pipe>_time(us) / <side>_time(us)`` (the block's share of
+    its own core time). msOpProf writes the ratio over the whole task duration instead (a real TileLang
+    sigmoid block: ``aiv_vec_time`` 23.551516 of ``aiv_time`` 28.755152 µs is written 0.122664 =
+    23.551516 / 192.84 µs, the OpBasicInfo duration), which no bound threshold can read."""
+    _names, rows = read_rows(text, source)
+    out = []
+    for row in rows:
+        numbers = {c: _number(v, source, c) for c, v in row.items() if c not in ("block_id", "sub_block_id")}
+        present = {c: v for c, v in numbers.items() if v is not None}
+        for column in [c for c in present if c.endswith("_ratio")]:
+            side = column.split("_", 1)[0]
+            pipe_time, core = present.get(column.removesuffix("_ratio") + "_time(us)"), present.get(f"{side}_time(us)")
+            if pipe_time is not None and core:
+                present[column] = round(pipe_time / core, 6)
+        out.append({OP_SUMMARY_NAME.get(c, c): v for c, v in present.items()})
     return out

@@ -144,7 +144,29 @@ def _terminal(inp: FinalInputs) -> list[str]:
     return ["## 5. Terminal evidence per P0 case", ""] + \
         _table(["case", "roofline", "fraction of roof", "binding roof", "pipeline", "scalar dominant"], rows) + \
         _roof_sources(inp.terminal) + \
-        ["### Residual bottlenecks", ""] + (residual or ["- none beyond the binding roof"]) + [""]
+        ["### Residual bottlenecks", ""] + (residual or ["- none beyond the binding roof"]) + [""] + \
+        _hotspots(inp.terminal)
+
+
+def _hotspots(terminal: dict[str, Any]) -> list[str]:
+    """Code-level hotspots per case (pypto-sim: cycles per tile op; terminal/sim_evidence.py)."""
+    rows, spreads = [], []
+    for c in terminal["cases"]:
+        profile = c.get("hotspots")
+        if not profile:
+            continue
+        ops = profile["tile_ops"]
+        rows += [[c["case"], t["name"], str(t["cycles"]), fmt(t["share"], ".1%"), str(t["count"]),
+                  ", ".join(t["pipes"])] for t in ops["top"]]
+        spread = profile.get("core_spread")
+        if spread:
+            spreads.append(f"- {c['case']}: per-core work spread {spread['spread']:.1%} over {spread['blocks']} "
+                           f"{spread['side']} cores (`{spread['source']}`)")
+    if not rows:
+        return []
+    return ["### Code-level hotspots", "", "Cycles per tile op over every core (`_simulate.pipe.swim.json`; "
+            "pypto records no source line there).", ""] + \
+        _table(["case", "tile op", "cycles", "share", "spans", "pipes"], rows) + spreads + [""]
 
 
 def _roof_sources(terminal: dict[str, Any]) -> list[str]:

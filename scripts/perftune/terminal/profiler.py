@@ -12,10 +12,10 @@ Per case:
   the level then has ``bytes: null`` and ``missing_core_time``, never 0 B); GM from Memory, L1 from Memory (cube), UB from MemoryUB, L0 from MemoryL0. The GM
   bandwidth attained over the case time is compared with the platform's memory peak (its source
   kept). Measured arithmetic intensity = necessary operations / measured GM bytes.
-- ``profiler.reading`` from the PipeUtilization ratios (the peer's reading rules): every pipe under
-  :data:`LATENCY_BELOW` → ``latency_or_sync``; ratios summing to about one (:data:`SERIAL_SUM`)
-  with none at :data:`SATURATED` → ``serial_not_overlapped``; a pipe at or above SATURATED →
-  ``<pipe>_saturated``; else ``mixed``.
+- ``profiler.diagnosis``: the bound label of :func:`profiler.diagnosis.diagnose` (the one rule set
+  ``profiler_inspect.py`` applies too) over the repeats' PipeUtilization rows of the target, with the
+  chip's core counts from the platform file (``cores``, the chip the device probe named) for the
+  occupancy rule, and its next step.
 - ``roofline_terminal.status``: :func:`roofline.classify` with the SCALAR pipe ratio as the
   fixed-cost share (the time the core spends issuing scalar work); ``data_movement_bound`` is
   kept only with a measured GM bandwidth, else ``insufficient_evidence``.
@@ -42,13 +42,10 @@ from .. import fsio
 from ..contract import protocol
 from ..errors import ContractError, PerftuneError
 from ..measure import devices, evidence
-from ..profiler import case_tables, core_types, timeline
+from ..profiler import case_tables, core_types, diagnosis, occupancy, timeline
 from ..measure.timeline_collect import timeline_path
 from . import roofline
 
-LATENCY_BELOW = 0.5
-SERIAL_SUM = (0.85, 1.15)
-SATURATED = 0.8
 PROVEN_MIN_SHARE = 0.05
 LEVELS = {
     "GM": ("Memory", ("aiv_main_mem_read_bw(GB/s)", "aiv_main_mem_write_bw(GB/s)", "aic_main_mem_read_bw(GB/s)",
@@ -92,20 +89,10 @@ def memory_levels(columns: dict, case_us: float, peak: roofline.Peak) -> dict[st
     return out
 
 
-def reading(ratios: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    values = {f: c["value"] for f, c in ratios.items()}
-    if not values:
-        return {"label": "unknown", "reason": "no pipe ratio column in PipeUtilization"}
-    top, total = max(values, key=values.get), sum(values.values())
-    if values[top] >= SATURATED:
-        label, why = f"{top.lower()}_saturated", f"{top} ratio {values[top]:.3f} >= {SATURATED}"
-    elif values[top] < LATENCY_BELOW:
-        label, why = "latency_or_sync", f"every pipe ratio is below {LATENCY_BELOW} (highest {top} {values[top]:.3f})"
-    elif SERIAL_SUM[0] <= total <= SERIAL_SUM[1]:
-        label, why = "serial_not_overlapped", f"ratios sum to {total:.3f} (about one) with none saturated"
-    else:
-        label, why = "mixed", f"highest {top} {values[top]:.3f}, sum {total:.3f}"
-    return {"label": label, "reason": why, "ratios": {f: _cite(c) for f, c in sorted(ratios.items())}}
+def case_diagnosis(columns: dict, cores: dict[str, Any] | None) -> dict[str, Any]:
+    """:func:`diagnosis.diagnose` of the case over its repeats (one launch per repeat)."""
+    rows = case_tables.launch_rows(columns)
+    return diagnosis.diagnose(rows, [r.get(protocol.TIMING_COLUMN) for r in rows], cores=cores)
 
 
 def load_timeline(op_dir: Path, rnd: evidence.RoundEvidence, case_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -147,7 +134,7 @@ def pipeline_block(model: dict[str, Any], ref: dict[str, Any]) -> dict[str, Any]
 
 
 def case_evidence(op_dir: Path, rnd: evidence.RoundEvidence, case, op_name: str, entry: dict[str, Any],
-                  platform: roofline.Platform) -> dict[str, Any]:
+                  platform: roofline.Platform, cores: dict[str, Any] | None = None) -> dict[str, Any]:
     """``entry`` (the cpu-shaped block with the necessary-work roofline) completed from profiler data."""
     out = copy.deepcopy(entry)
     roof = out["roofline_terminal"]
@@ -182,7 +169,7 @@ def case_evidence(op_dir: Path, rnd: evidence.RoundEvidence, case, op_name: str,
                     f"core's side: {scalar['primary_core_basis'] if scalar else 'no primary core'}) vs "
                     f"{roofline.SCALAR_DOMINANT_SHARE:.0%}", f"timeline SCALAR busy fraction per lane {scalar_busy}"]}
     out["pipeline_evidence"] = pipeline_block(model, ref)
-    out["profiler"] = {"reading": reading(ratios), "memory_levels": levels, "timeline": ref}
+    out["profiler"] = {"diagnosis": case_diagnosis(columns, cores), "memory_levels": levels, "timeline": ref}
     return out
 
 
@@ -192,8 +179,10 @@ def apply(op_dir: Path, rnd: evidence.RoundEvidence, manifest, platform_path: Pa
     probed = devices.check_platform(platform_obj, platform_path, devices.probe_chip(manifest.protocol.device_id)) \
         if probe else None
     by_id = {c.id: c for c in manifest.cases}
+    cores = occupancy.cores_of(platform_obj, (probed or {}).get("chip_name"))
     for index, entry in enumerate(cases):
-        cases[index] = case_evidence(op_dir, rnd, by_id[entry["case"]], manifest.protocol.op_name, entry, platform)
+        cases[index] = case_evidence(op_dir, rnd, by_id[entry["case"]], manifest.protocol.op_name, entry, platform,
+                                     cores)
     return {"device_probe": probed}
 
 
@@ -216,11 +205,12 @@ def verify(op_dir: Path, doc: dict[str, Any], manifest) -> list[str]:
     if (doc.get("device_probe") or {}).get("platform_id") != platform.platform_id:
         out.append("no device-architecture probe matched the platform file (device_probe)")
     by_id = {c.id: c for c in manifest.cases}
+    cores = occupancy.cores_of(obj, (doc.get("device_probe") or {}).get("chip_name"))
     for entry in doc["cases"]:
         if entry["case"] not in by_id:
             continue
         try:
-            again = case_evidence(op_dir, rnd, by_id[entry["case"]], manifest.protocol.op_name, entry, platform)
+            again = case_evidence(op_dir, rnd, by_id[entry["case"]], manifest.protocol.op_name, entry, platform, cores)
         except PerftuneError as exc:
             out.append(f"case {entry['case']}: missing evidence: {exc.problem} ({fsio.display_path(exc.file, op_dir)})")
             continue

@@ -123,11 +123,13 @@ def _case_block(case, samples: list[float], manifest: Manifest, model: dict[str,
     case_us, method = evidence.aggregate(samples, manifest.protocol.aggregation)
     case_us = round(case_us, 3)
     work = roofline.case_work(case.id, case.shape, case.dtype, model, protocol.MANIFEST_NAME)
+    extra: dict[str, Any] = {}
     if manifest.protocol.backend == "cpu":
         scalar = scalar_block(overhead_row, case_us)
         pipeline = {"status": "not_applicable_with_dag", "grounds": CPU_PIPELINE_GROUNDS}
     elif manifest.protocol.backend == "pypto-sim":
         pipeline, scalar = sim_evidence.case_blocks(case_dir)
+        extra = {"hotspots": sim_evidence.case_profile(case_dir)}
     else:
         scalar = {"dominant": "unknown", "grounds": ["msprof: needs hot-region/trace evidence and a single-"
                                                       "variable A/B; not derivable from timings"]}
@@ -137,7 +139,7 @@ def _case_block(case, samples: list[float], manifest: Manifest, model: dict[str,
     roof["platform"] = platform_ref
     roof["aggregation"] = method
     return {"case": case.id, "shape": case.shape, "dtype": case.dtype, "roofline_terminal": roof,
-            "pipeline_evidence": pipeline, "scalar_evidence": scalar}
+            "pipeline_evidence": pipeline, "scalar_evidence": scalar, **extra}
 
 
 def _archived_platform(root: Path, path: Path) -> tuple[Path, dict[str, Any], Path | None]:

@@ -15,6 +15,9 @@ field it comes from.
   (``_simulate.stat.report.txt``) outside the AICore window, first task start to last task end
   (``_simulate.swim.json`` ``tasks[].execStart/execEnd``): device start-up, scheduling and
   completion. Dominant when the share is above ``roofline.SCALAR_DOMINANT_SHARE``.
+- Code-level profile (:func:`case_profile`, the case's ``hotspots``): cycles per tile op summed over
+  every core (``profiler.hotspots.tile_ops``, top ``hotspots.TOP_N``; pypto 0.2.0 records no source line)
+  and the per-core spread of simulated work (``profiler.occupancy.sim_spread``, ``bubble_analysis.log``).
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..profiler import pypto_sim_files as files
+from ..profiler import hotspots, occupancy, pypto_sim_files as files
 from ..measure.backends import pypto_sim
 from . import roofline
 
@@ -37,11 +40,25 @@ def default_platform(simulator: dict[str, Any] | None) -> Path | None:
     return path if arch and path.is_file() else None
 
 
+def _repeat(case_dir: Path) -> Path:
+    repeat = case_dir / "repeat_001"
+    return repeat if (repeat / files.STAT_REPORT).is_file() else repeat / "candidate"   # paired: the candidate
+
+
+def case_profile(case_dir: Path) -> dict[str, Any]:
+    """``{tile_ops, core_spread}`` of one case from ``repeat_001``'s raw files (module docstring)."""
+    repeat = _repeat(case_dir)
+    rel = repeat.relative_to(case_dir.parent).as_posix()
+    pipes, log = repeat / files.PIPE_SWIM_JSON, repeat / files.BUBBLE_LOG
+    ops = hotspots.tile_ops(json.loads(pipes.read_text(encoding="utf-8")), str(pipes))
+    bubbles = files.parse_bubble_log(log.read_text(encoding="utf-8"), str(log))
+    return {"tile_ops": {**ops, "file": f"{rel}/{files.PIPE_SWIM_JSON}"},
+            "core_spread": occupancy.sim_spread(bubbles, f"{rel}/{files.BUBBLE_LOG}")}
+
+
 def case_blocks(case_dir: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     """(``pipeline_evidence``, ``scalar_evidence``) of one case from ``repeat_001``'s raw files."""
-    repeat = case_dir / "repeat_001"
-    if not (repeat / files.STAT_REPORT).is_file():      # a paired round: the candidate arm
-        repeat = repeat / "candidate"
+    repeat = _repeat(case_dir)
     details = pypto_sim.read_details(repeat)
     rel = repeat.relative_to(case_dir.parent).as_posix()
     window = files.task_window(json.loads((repeat / files.SWIM_JSON).read_text(encoding="utf-8")))
