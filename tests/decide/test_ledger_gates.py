@@ -1,6 +1,8 @@
 """Gates: items enumerated from the shipped references carry their gates; not_applicable names one."""
 
 import json
+import shutil
+import re
 
 from conftest import ROOT, assert_one_line_error, freeze_example, run_script
 from perftune.contract import schemas
@@ -176,7 +178,15 @@ def test_an_occupancy_gate_closes_the_block_dim_methods_only_when_no_case_is_lim
     """#37 Deliver 2: general-04 / general-14 (imbalance, tail) need an occupancy-limited case; a profile whose
     every case fills the cores with an even spread closes them; one limited or severe case keeps them."""
     freeze_example(op_dir)
-    assert run_script("ledger.py", "init", "--op-dir", str(op_dir), "--sources-dir", str(REFS)).returncode == 0
+    # the example is frozen on cpu, where general-04/14 close by their backend gate first (#38 Deliver 5):
+    # the operator's own sources, with that gate naming pypto-sim only, keep the occupancy gate the decider
+    sources = op_dir / "occupancy_sources"
+    shutil.copytree(REFS, sources)
+    for name in ("general-04", "general-14"):
+        path = sources / "general-methods" / f"{name}.md"
+        path.write_text(re.sub(r"^- \*\*backend\*\*: not cpu/pypto-sim .*$", "- **backend**: not pypto-sim (why)",
+                               path.read_text(), flags=re.M))
+    assert run_script("ledger.py", "init", "--op-dir", str(op_dir), "--sources-dir", str(sources)).returncode == 0
     gated = {"general-04", "general-14"}
 
     def pending(name, cases):
