@@ -27,17 +27,17 @@ import sys
 from perftune import fsio
 from perftune.argv import add_json_flag, add_op_dir, parser_from_doc
 from perftune.decide import next_step
-from perftune.demo import skill as skill_mod, steps
+from perftune.demo import skill as skill_mod
 from perftune.errors import run_cli
 from perftune.verify import rederive
 
 
 def render(key: str, values: dict, needs: dict, op_dir: str, skill: skill_mod.Skill) -> str | None:
     """The step's command, filled; None for a step without a command (edit, stop, done)."""
-    if key not in skill.commands and key not in steps.EXTRA:
+    if key not in skill.commands:
         return None
     template = skill.command(key)
-    filled = skill_mod.step_values(template, {**{name: name for name in needs}, **values}, {}, op_dir)
+    filled = skill_mod.step_values({**{name: name for name in needs}, **values}, {}, op_dir)
     argv = skill_mod.fill(template, filled, skill.path, key)
     return shlex.join(argv)
 

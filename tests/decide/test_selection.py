@@ -125,10 +125,13 @@ def test_delta_is_frozen_and_drift_is_only_reported():
 def test_a_version_the_final_gate_would_fail_is_never_chosen():
     # v1: (2, 0.8) mean 1.4 beats v2's uniform 1.08, but case b is slower: ineligible
     rounds = {"v0": const(100), "v1": {"a": [50.0] * 5, "b": [125.0] * 5, "c": [1.0] * 5}, "v2": const(100 / 1.08)}
-    result = selection.select(entries("v0", "v1", "v2"), rounds, make_manifest())
+    result = selection.select(entries("v0", "v1", "v2"), rounds, make_manifest(), calibrated=True)
     assert row(result, "v1")["score"] == pytest.approx(1.4) and not row(result, "v1")["eligible"]
     assert row(result, "v1")["ineligible_reason"] == "would_fail_gate: slower target cases ['b']"
     assert result["chosen"] == "v2"
+    # independent rounds without calibration claim no size: nothing is proven slower, v1 ranks first
+    uncalibrated = selection.select(entries("v0", "v1", "v2"), rounds, make_manifest())
+    assert row(uncalibrated, "v1")["eligible"] and uncalibrated["anchor"] == "v1"
 
 
 def test_confirm_flags_a_final_round_outside_the_stability_band():
@@ -184,7 +187,7 @@ def test_paired_versions_are_scored_by_a_chain_of_paired_comparisons_never_again
     assert row(result, "v2")["score"] == pytest.approx(140 / 71.3)  # (140/107) * (107/71.3)
     assert row(result, "v2")["protocol"] == "paired chain v0 > v1 > v2" and result["chosen"] == "v2"
     assert row(result, "v0")["protocol"] == "baseline"
-    independent = selection.select(entries("v0", "v1"), rounds, man)  # the same samples, unpaired: drift wins
+    independent = selection.select(entries("v0", "v1"), rounds, man, calibrated=True)  # unpaired: drift wins
     assert row(independent, "v1")["protocol"] == "independent vs v0 > v1"
     assert not row(independent, "v1")["eligible"] and "would_fail_gate" in row(independent, "v1")["ineligible_reason"]
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from conftest import run_script
 import decided
+import step_order
 from perftune.demo import steps
 
 
@@ -24,8 +25,8 @@ def test_linear_reaches_pass_with_a_helping_and_a_useless_variant(tmp_path):
     assert result["chosen_version"] in ("v1_hoist", "v2_matmul") and result["chosen_reason"]
     assert all(c["verdict"] == "faster" for c in result["cases"])
     ran = result["steps_run"]
-    assert set(ran) - set(steps.EXTRA) == set(steps.ORDER) - {"bottleneck_profile", "derived_add"}  # no derived item
-    assert steps.order_problems(ran) == []
+    assert set(ran) - set(step_order.WHEN_NEEDED) == set(steps.ORDER) - set(step_order.WHEN_NEEDED) - {"bottleneck_profile", "derived_add"}  # no derived item
+    assert step_order.order_problems(ran) == []
     op = Path(result["workdir"]) / "linear"
     ledger = json.loads((op / "docs/perf/ledger.json").read_text())
     statuses = {i["item_id"]: i["status"] for i in ledger["items"]}

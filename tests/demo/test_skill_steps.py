@@ -7,6 +7,7 @@ import re
 import pytest
 
 from conftest import ROOT
+import step_order
 from perftune.demo import skill, steps
 from perftune.errors import ContractError
 
@@ -56,10 +57,9 @@ def test_the_optimizer_prompt_runs_the_skill_to_its_last_step():
 
 
 def test_a_remeasure_verdict_goes_back_to_the_confirm_round_and_nothing_else_goes_back():
-    from perftune.demo import steps
     loop = ["choose", "stage4", "confirm_round", "confirm", "confirm_round", "confirm", "final_formal"]
-    assert steps.order_problems(loop) == []
-    assert steps.order_problems(["confirm", "choose"]) == ["out of order: confirm -> choose"]
+    assert step_order.order_problems(loop) == []
+    assert step_order.order_problems(["confirm", "choose"]) == ["out of order: confirm -> choose"]
 
 
 @pytest.mark.parametrize("key", ["bottleneck_profile", "derived_add"])
@@ -75,5 +75,25 @@ def test_a_placeholder_inside_a_path_is_filled_with_the_real_round_name(key):
 
 
 def test_a_close_without_experiment_may_come_anywhere_in_the_item_loop_but_not_after_the_sweep():
-    assert steps.order_problems(["record_baseline", "close_preset", "hypothesis", "close_item", "close_preset"]) == []
-    assert steps.order_problems(["sweep", "close_preset"]) == ["out of order: sweep -> close_preset"]
+    assert step_order.order_problems(["record_baseline", "close_preset", "hypothesis", "close_item", "close_preset"]) == []
+    assert step_order.order_problems(["sweep", "close_preset"]) == ["out of order: sweep -> close_preset"]
+
+
+@pytest.mark.parametrize("key, name", [("quick", "BEST_VERSION"), ("formal_compare", "BEST_ROUND"),
+                                       ("close_item", "ITEM_ID")])
+def test_a_step_with_a_missing_value_is_an_error_naming_the_step_and_the_value(key, name):
+    """#38 Found 1: `--paired-with .../versions/None`, a formal compare without `--baseline`, an update with
+    no flags were printed when a value was missing; now the step and the placeholder are named."""
+    command = SKILL.command(key)
+    values = {p: "x" for p in skill.placeholders(command)} | {name: None}
+    with pytest.raises(ContractError) as err:
+        skill.fill(command, values, skill.SKILL_MD, key)
+    assert f"step {key}: no value for ['{name}']" in str(err.value)
+    with pytest.raises(ContractError, match=f"step {key}: placeholders without a value: \\['{name}'\\]"):
+        skill.fill(command, {p: "x" for p in skill.placeholders(command) if p != name}, skill.SKILL_MD, key)
+
+
+def test_the_placeholders_that_may_be_left_out_are_the_ones_step_values_names():
+    table = (skill.SKILL_MD.parent / "references" / "step-values.md").read_text()
+    named = table.split("only these may be:", 1)[1].split(".", 1)[0]
+    assert set(re.findall(r"`([A-Z_]+)`", named)) == skill.OPTIONAL

@@ -12,6 +12,7 @@ import pytest
 
 from conftest import assert_one_line_error, run_script
 import decided
+import step_order
 from perftune.demo import steps
 
 SPEC = """\
@@ -215,7 +216,7 @@ def test_an_unseen_operator_reaches_pass_through_the_skill_steps(tmp_path):
     assert [c["case"] for c in result["cases"]] == ["r256_c1024", "r512_c256"]
     assert result["outcomes"]["v1_fp32_inplace"].startswith("accepted")
     assert result["outcomes"]["v2_rowloop"].startswith("rejected")
-    assert set(result["steps_run"]) <= set(steps.BY_KEY) and steps.order_problems(result["steps_run"]) == []
+    assert set(result["steps_run"]) <= set(steps.BY_KEY) and step_order.order_problems(result["steps_run"]) == []
     delivered = Path(result["workdir"]) / "gelu"
     assert decided.problems(delivered) == []
     manifest = json.loads((delivered / "PERFORMANCE_CASES.json").read_text())

@@ -185,3 +185,39 @@ def test_other_hosts_get_their_own_agent_frontmatter(tmp_path, host):
     assert (discovery / "skills" / "pypto-pro-op-perf-tune" / "SKILL.md").is_file()
     commands = discovery / "commands" / "perf-demo.md"
     assert commands.is_file() == (host == "cursor")
+
+
+# a path a prompt cites: a markdown link, or a path under the install root (``${CLAUDE_PLUGIN_ROOT}/...`` rendered)
+_LINK = re.compile(r"\]\(([^)\s]+)\)")
+# the repository's measurement folder is not shipped: docs/benchmarks.md shows its figures on the repository only
+NOT_SHIPPED = ("../benchmarks/",)
+
+
+def _cited(text: str, root: str) -> list[str]:
+    links = [t for t in _LINK.findall(text) if not re.match(r"[a-z]+:|#", t) and not t.startswith(NOT_SHIPPED)]
+    under = re.findall(re.escape(root) + r"/[^\s`'\")\]<>|]+", text)
+    return [p.split("#", 1)[0].rstrip(".,;:") for p in links + under]
+
+
+@pytest.mark.parametrize("host", sorted(installer.HOSTS))
+def test_every_path_an_installed_file_cites_is_installed(tmp_path, host):
+    """#38 Deliver 2: whatever a prompt, skill or shipped doc names (docs/stage-artefacts.md, statistics.md, a
+    script, a reference) exists in the installed copy, on every host; no citation of the plugin's docs is bare
+    (an agent's working directory is the project, not the plugin)."""
+    manifest = install(tmp_path, host)
+    root = manifest["brand_dir"]
+    broken, bare, seen = [], [], 0
+    for record in manifest["files"]:
+        path = tmp_path / record["path"]
+        if path.suffix != ".md":
+            continue
+        text = path.read_text()
+        for target in _cited(text, root):
+            if any(c in target for c in "<*{") or re.search(r"[A-Z]{2,}_[A-Z]", target):
+                continue     # a pattern (`scripts/<name>.py`) or a placeholder, not a file name
+            seen += 1
+            if not (Path(target) if target.startswith("/") else path.parent / target).exists():
+                broken.append(f"{record['path']}: {target}")
+        if not re.search(f"{NAME}/(docs|examples)/", record["path"]):   # a prompt (docs and examples cite the repo)
+            bare += [f"{record['path']}: {m}" for m in re.findall(r"(?<![/\w.{}-])docs/[a-z0-9-]+\.md", text)]
+    assert seen > 100 and broken == [] and bare == [], (broken, bare)

@@ -55,7 +55,7 @@ AGREED: dict[str, dict[str | None, set[str]]] = {
                                   "--json"},
                        "choose": {"--op-dir", "--json"}, "confirm": {"--op-dir", "--final-round", "--json"},
                        "restore": {"--op-dir", "--version", "--json"}},
-    "perf_next.py": {None: {"--op-dir", "--json"}},
+    "perf_next.py": {None: {"--op-dir", "--overlap", "--json"}},
     "perf_report.py": {None: {"--op-dir", "--json"}},
     "stage4_gates.py": {None: {"--op-dir", "--json"}},
     "stage5_check.py": {None: {"--op-dir", "--target-case-ids", "--selection-mode", "--remeasure", "--no-remeasure",

@@ -27,7 +27,7 @@ def test_the_marketplace_ships_the_plugin_folder_and_it_holds_every_component():
     assert [p["source"] for p in market["plugins"]] == ["./plugin"]
     shipped = {rel.split("/", 1)[0] for rel, _ in release.shipped_files(ROOT)}
     assert {"agents", "commands", "hooks", "skills", "scripts", "schemas", "references", "examples",
-            "platforms", ".claude-plugin"} == shipped
+            "platforms", "docs", ".claude-plugin"} == shipped
     assert not any(part in (".venv", ".tools", "demo_work", ".git") for rel, _ in release.shipped_files(ROOT)
                    for part in rel.split("/"))
 

@@ -118,15 +118,15 @@ def test_column_subset_reads_only_what_is_asked():
 def test_slices_are_ordered_numerically_and_must_be_contiguous():
     names = ["op_summary_20240101_slice_10.csv", "op_summary_20240101_slice_2.csv", "task_time_1.csv"]
     names += [f"op_summary_20240101_slice_{n}.csv" for n in (0, 1, 3, 4, 5, 6, 7, 8, 9)]
-    ordered = msprof_csv.op_summary_files(names, "out")
+    ordered = msprof_csv.table_files(names, "op_summary", "out")
     assert [int(n.rsplit("_", 1)[1][:-4]) for n in ordered] == list(range(11))
     with pytest.raises(ContractError, match="not contiguous"):
-        msprof_csv.op_summary_files(["op_summary_a_slice_0.csv", "op_summary_a_slice_2.csv"], "out")
+        msprof_csv.table_files(["op_summary_a_slice_0.csv", "op_summary_a_slice_2.csv"], "op_summary", "out")
     with pytest.raises(ContractError, match="exactly one op_summary table, found 2"):
-        msprof_csv.op_summary_files(["op_summary_a.csv", "op_summary_b.csv"], "out")
+        msprof_csv.table_files(["op_summary_a.csv", "op_summary_b.csv"], "op_summary", "out")
     with pytest.raises(ContractError, match="found 0"):
-        msprof_csv.op_summary_files(["task_time_a.csv"], "out")
-    assert msprof_csv.op_summary_files(["op_summary_x.csv", "op_statistic_x.csv"], "o") == ["op_summary_x.csv"]
+        msprof_csv.table_files(["task_time_a.csv"], "op_summary", "out")
+    assert msprof_csv.table_files(["op_summary_x.csv", "op_statistic_x.csv"], "op_summary", "o") == ["op_summary_x.csv"]
 
 
 def test_merge_slices_keeps_one_header_and_every_row_in_order():

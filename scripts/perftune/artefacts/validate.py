@@ -28,14 +28,6 @@ PLUGIN_ROOT = Path(__file__).resolve().parents[3]
 PLUGIN_VAR = "${CLAUDE_PLUGIN_ROOT}/"
 
 
-def stage_files(op: str) -> dict[int, tuple[str, ...]]:
-    """The artefacts each stage hands on (docs/stage-artefacts.md)."""
-    return {1: (docs.SPEC, docs.EXPLORE, docs.MATERIAL, docs.MEMORY, knowledge.SELECTION),
-            2: (f"{op}_golden.py", f"{op}_golden_cpu.py"),
-            3: (docs.DESIGN, knowledge.BINDINGS, interfaces.INTERFACES),
-            4: (f"test_{op}.py", knowledge.USAGE)}
-
-
 @dataclass
 class StageReport:
     op: str

@@ -56,6 +56,11 @@ DEFAULT_DECISION = {
     "min_repeats": 5,
     "multiplicity": "bonferroni",   # per-case CI level 1-(1-c)/k over the k target cases
 }
+# the band each backend's confirm step can confirm (docs/statistics.md "The default band per backend"):
+# cpu: the median smallest δ that confirms a paired A/A confirm on this 2-core host (0.80 over 10 pairs at
+# load 12-19, benchmarks/aa/confirm_band.py on benchmarks/results/aa.json); pypto-sim: exact cycles, any
+# band confirms; msprof: the contract's 1 % (no NPU figure here to derive another)
+NOISE_BAND_BY_BACKEND = {"cpu": 0.8, "pypto-sim": 0.01, "msprof": 0.01}
 MULTIPLICITY = ("bonferroni", "none")
 AGGREGATE_METRICS = ("mean_case_speedup", "geomean_speedup")
 # quick -> formal promotion: evidence of a gain over the item's case scope (docs/statistics.md)

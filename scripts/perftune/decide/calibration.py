@@ -14,7 +14,7 @@ mismatch. Rules (docs/statistics.md, "Noise calibration"):
   largest over the target cases; δ_eff = max(frozen noise_band, measured), rounded up to 1e-4.
 - an independent comparison's suite CIs are widened by the measured noise (:func:`widen`).
 - no calibration: an independent comparison's between-round noise is unmeasured, so none of its
-  verdicts may claim a size (:func:`no_direction`, :func:`suite_verdict`; statistics.md
+  verdicts may claim a size (:func:`directional` into ``stats.case_verdict``, :func:`suite_verdict`; statistics.md
   "Independent rounds without calibration"): per case and suite ``inconclusive``
   (``independent_not_calibrated``), no acceptance, no promotion. Paired rounds are exempt.
 """
@@ -68,22 +68,15 @@ def measure(rounds: list[dict[str, list[float]]], manifest: Manifest,
             "measured_noise": measured, "frozen_noise_band": dec.noise_band, "effective_band": effective}
 
 
-UNCALIBRATED = "independent_not_calibrated"   # reason code of the rule below
-SIZED = ("faster", "slower", "equivalent")      # verdicts that claim the effect's size
+UNCALIBRATED = stats.UNCALIBRATED   # reason code of the rule below (owned by stats.case_verdict)
 
 
 def directional(paired: bool, calibrated: bool) -> bool:
-    """Whether a comparison may claim a size: paired (drift cancels in each pair) or calibrated."""
+    """Whether a comparison may claim a size: paired (drift cancels in each pair) or calibrated. Without
+    it a case's verdict is ``inconclusive`` instead of any that claims a size (``stats.case_verdict``:
+    its between-round noise was never measured; the within-round CI misses drift between rounds: 22 %
+    false A/A verdicts on a loaded host, #27)."""
     return paired or calibrated
-
-
-def no_direction(result: stats.SpeedupResult, paired: bool, calibrated: bool) -> stats.SpeedupResult:
-    """The per-case verdict of an independent comparison without calibration: ``inconclusive``
-    instead of any verdict that claims a size (its between-round noise was never measured; the
-    within-round CI misses drift between rounds: 22 % false A/A verdicts on a loaded host, #27)."""
-    if directional(paired, calibrated) or result.verdict not in SIZED:
-        return result
-    return dataclasses.replace(result, verdict="inconclusive", reason_code=UNCALIBRATED)
 
 
 def suite_verdict(ci: list[float] | None, paired: bool, calibrated: bool) -> tuple[str, str]:

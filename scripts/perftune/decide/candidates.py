@@ -261,9 +261,9 @@ def rank(op_dir: str | Path) -> dict[str, Any]:
     if base["version_id"] not in rounds:
         raise ContractError(paths(root)[0], "candidates[0]", f"baseline round {base['formal_collection_id']} "
                             "is not loadable", "the frozen baseline must stay on disk")
-    man, _ = calibration.apply(root, man)
+    man, calibrated = calibration.apply(root, man)
     try:
-        result = selection.select(entries, rounds, man, links)
+        result = selection.select(entries, rounds, man, links, calibrated=calibrated is not None)
     except ValueError as exc:
         raise ContractError(paths(root)[0], "candidates", str(exc), "record versions in round order") from None
     result["inputs"] = {"candidates": fsio.file_record(paths(root)[0], root),

@@ -26,7 +26,7 @@ Decisions where DESIGN is silent (see also docs/statistics.md):
   ``decision.multiplicity`` is ``bonferroni``); non-target cases at the frozen level.
 - ``item_acceptance``: the frozen ``protocol.acceptance`` rule applied to this compare
   (:mod:`perftune.decide.acceptance`), so the item decision is never made by eye.
-- An independent comparison without a calibration claims no size (``calibration.no_direction``):
+- An independent comparison without a calibration claims no size (``stats.case_verdict`` with ``calibration.directional``):
   per case and suite ``inconclusive`` / ``independent_not_calibrated``, hence no acceptance.
 - Quick comparisons: :mod:`perftune.decide.quick` (the same statistics, ``never_ranks: true``).
 """
@@ -219,7 +219,7 @@ def build_performance(*, task: str, manifest: Manifest, manifest_record: Mapping
     """The ``performance.json`` dict of a formal compare (call :func:`check_rounds` first).
     ``round_noise``: the calibrated between-round noise (None: not calibrated); it widens the suite CIs
     of an independent comparison (:func:`calibration.widen`), never of a paired one; an independent
-    comparison without it gives no sized verdict (:func:`calibration.no_direction`)."""
+    comparison without it gives no sized verdict (``stats.case_verdict``, ``calibration.directional``)."""
     col = candidate.collection
     decision, aggregation = _decision(manifest, col)
     paired = "paired" in col
@@ -228,10 +228,10 @@ def build_performance(*, task: str, manifest: Manifest, manifest_record: Mapping
     per_case = []
     for case in manifest.cases:
         b, c, groups_b, groups_c = pairs[case.id]
-        result = calibration.no_direction(stats.compare_samples(
+        result = stats.compare_samples(
             b, c, decision, paired=paired, aggregation=aggregation,
-            family_size=len(targets) if case.id in targets else 1, groups_b=groups_b, groups_c=groups_c),
-            paired, round_noise is not None)
+            family_size=len(targets) if case.id in targets else 1, groups_b=groups_b, groups_c=groups_c,
+            directional=calibration.directional(paired, round_noise is not None))
         golden = None if golden_us is None else golden_us.get(case.id)
         per_case.append(case_entry(case, result, b, c, golden, aggregation, case.id in targets,
                                    bound_route(getattr(candidate.cases[case.id], "repeats", ()))))

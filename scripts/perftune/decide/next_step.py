@@ -30,6 +30,8 @@ STANDALONE_TARGET = {"TARGET_IDS": "all_p0", "SELECTION_MODE": "all_p0_no_questi
 CLOSE_STATUSES = {"kb_selected": ("already_implemented", "not_triggered"), "other": ("not_applicable", "unsupported")}
 FINAL_KEYS = ("final_compare", "terminal", "report", "verify")   # steps that take the final steps' values
 CHOICES = ("hypothesis", "bottleneck_profile", "derived_add")   # a first step of these: the listed steps are alternatives
+# what the chosen version's final files describe besides performance.json: a later change makes them stale
+FINAL_INPUTS = (f"{PERF}/{protocol.LEDGER_NAME}", f"{PERF}/{protocol.CANDIDATES_NAME}", f"{PERF}/confirm.json")
 
 
 @dataclass
@@ -48,6 +50,7 @@ class State:
     confirm: list[dict] = field(default_factory=list)
     perf: dict | None = None
     files: dict[str, float] = field(default_factory=dict)   # final files -> mtime
+    register_sha: str | None = None                           # sha256 of candidates.json
 
 
 def _json(path: Path) -> Any:
@@ -80,12 +83,14 @@ def gather(op_dir: str | Path) -> State:
     led = root / PERF / protocol.LEDGER_NAME
     st.ledger = ledger_mod.load_ledger(led) if led.is_file() else None
     st.register = (_json(root / PERF / protocol.CANDIDATES_NAME) or {}).get("candidates", [])
+    if (root / PERF / protocol.CANDIDATES_NAME).is_file():
+        st.register_sha = fsio.sha256_file(root / PERF / protocol.CANDIDATES_NAME)
     st.selection = _json(root / PERF / protocol.SELECTION_NAME)
     st.confirm = (_json(root / PERF / "confirm.json") or {}).get("attempts", [])
     st.perf = _json(root / protocol.PERFORMANCE_JSON)
     for name in ("docs/perf/terminal_evidence.json", protocol.PERFORMANCE_REPORT_MD, "docs/perf/stage5_check.json",
-                 f"{PERF}/{protocol.SELECTION_NAME}", "docs/perf/platform_cpu.json",
-                 protocol.GOLDEN_REPORT_NAME):
+                 f"{PERF}/{protocol.SELECTION_NAME}", "docs/perf/platform_cpu.json", protocol.PERFORMANCE_JSON,
+                 protocol.GOLDEN_REPORT_NAME, *FINAL_INPUTS):
         if (root / name).is_file():
             st.files[name] = (root / name).stat().st_mtime
     return st
@@ -106,6 +111,10 @@ def _after(record: dict | None, mtime: float | None) -> bool:
     return datetime.fromisoformat(record["created_at"].replace("Z", "+00:00")).timestamp() >= int(mtime)
 
 
+def _bands() -> str:
+    return ", ".join(f"{b} {v:g}" for b, v in protocol.NOISE_BAND_BY_BACKEND.items())
+
+
 def prepare(st: State) -> list[dict] | None:
     """SKILL steps 1-10 (None once they are done)."""
     run = _run(st, st.code_sha)
@@ -117,8 +126,8 @@ def prepare(st: State) -> list[dict] | None:
         return [step("freeze", "no PERFORMANCE_CASES.json", {"DEVICE": "0"}, {
             "WARMUP": f"the backend's default: {backends.defaults_text('default_warmup')}",
             "REPEATS": f"the backend's default: {backends.defaults_text('default_repeats')}",
-            "NOISE_BAND": "default 0.01 (widen only before any "
-            "result, with --noise-band-reason)",
+            "NOISE_BAND": "default by backend, the band its confirm "
+            f"step can confirm: {_bands()} (docs/statistics.md; widen only before any result, with --noise-band-reason)",
             "TARGET_IDS": "the dispatch's optimization_target.case_ids verbatim; standalone (no dispatch): all_p0",
             "SELECTION_MODE": "the dispatch's selection_mode; standalone: all_p0_no_questions",
             "BACKEND": "cpu | msprof | pypto-sim", "OP_NAME": "cpu and pypto-sim: the kernel function "
@@ -138,6 +147,9 @@ def prepare(st: State) -> list[dict] | None:
     if not st.rounds:
         return [step("preflight", "no formal round yet"), step("baseline", "the formal baseline v000")]
     base = st.rounds[0]
+    if not st.register and st.code_sha != base["sha"]:
+        return [step("stop", f"the code in place is not the baseline round {base['name']}'s code and no version is "
+                     "recorded yet to restore: put the baseline code back")]
     if st.ledger is None:
         # no --sources-dir: ledger.py takes the operator's own sources/, else the plugin's references
         return [step("ledger_init", "no ledger", {"SOURCES_DIR": None}),
@@ -195,27 +207,33 @@ def explore(st: State, overlap: str | None = None) -> list[dict] | None:
     """SKILL steps 11-20: one item per experiment (None once every item is closed and the sweep recorded)."""
     b = _best(st)
     under = [i for i in _open(st, protocol.SOURCE_KINDS) if i.get("hypothesis")]
+    if not under and sweep_fresh(st.ledger) and not _open(st, protocol.SOURCE_KINDS):
+        return None      # the loop is over: the finish puts the chosen version in place
+    accepted = under and next((c for c in st.register if under[0]["item_id"] in (c.get("items") or [])), None)
+    if accepted:   # accepted and recorded: it is the best now; close against the best before it
+        return [_close_accepted(st, under[0], accepted)]
+    known = {c["executable_sha256"] for c in st.register}
+    if st.code_sha != b["sha"] and (not under or st.code_sha in known):   # never an edit of the item under work
+        return [step("restore", f"the code in place is not the current best {b['version']}",
+                     {"VERSION_ID": b["version"]})]
     if not under:
-        if st.code_sha != b["sha"]:
-            return [step("restore", f"the code in place is not the current best {b['version']}",
-                         {"VERSION_ID": b["version"]})]
         presets = _open(st, protocol.PRESET_SOURCE_KINDS)
         if presets:
             if overlap is not None:
                 return [_close_overlap(st, presets[0], overlap)]
             first = _close_preset(st, presets, st.rounds[0])
             ids = ", ".join(i["item_id"] for i in presets)
-            done = ", ".join(i["item_id"] for i in _experimented(st)) or "none yet"
-            return [step("hypothesis", f"next item in source order: {presets[0]['item_id']} (or close it: "
-                         "step close_preset)", {"ITEM_ID": presets[0]["item_id"]},
-                         {"ITEM_ID": f"default: source order; open preset items: {ids}",
-                          "HYPOTHESIS": "mechanism; change; risk; stop condition", "METRIC": "the expected metric"}),
-                    first,
-                    step("close_item", f"or close {presets[0]['item_id']} as the overlap of a closed experiment",
-                         {"ITEM_ID": presets[0]["item_id"]},
-                         {"OVERLAP": f"perf_next.py --overlap ITEM fills this close; closed experiments: {done}"})]
-        sweep = st.ledger.get("sweep")
-        if sweep is None or sweep["at_revision"] != st.ledger["revision"]:   # none, or the ledger changed since
+            done = ", ".join(i["item_id"] for i in _experimented(st))
+            steps = [step("hypothesis", f"next item in source order: {presets[0]['item_id']} (or close it: "
+                          "step close_preset)", {"ITEM_ID": presets[0]["item_id"]},
+                          {"ITEM_ID": f"default: source order; open preset items: {ids}",
+                           "HYPOTHESIS": "mechanism; change; risk; stop condition", "METRIC": "the expected metric"}),
+                     first]
+            if done:   # only with a closed experiment to name
+                steps.append(step("overlap", f"or close {presets[0]['item_id']} as the overlap of a closed experiment",
+                                  {}, {"OVERLAP_ITEM": f"the closed experiment it repeats: {done}"}))
+            return steps
+        if not sweep_fresh(st.ledger):
             profile = f"{BOTTLENECK_DIR}/terminal_evidence_{b['round']}.json"
             sweep = step("sweep", "or, with no derived item left, the final sweep", {"EXAMINED": _examined(st)},
                          {"SCOPE": "what was examined", "FINDINGS": "--finding TEXT MAPS_TO NOTE per residual"})
@@ -228,9 +246,6 @@ def explore(st: State, overlap: str | None = None) -> list[dict] | None:
                          "(optional)", _best_values(b)), sweep]
         return None
     item = under[0]
-    recorded = next((c for c in st.register if item["item_id"] in (c.get("items") or [])), None)
-    if recorded is not None:   # accepted and recorded: it is the best now; close against the best before it
-        return [_close_accepted(st, item, recorded)]
     common = {"ITEM_ID": item["item_id"], **_best_values(b), "CODE_REF": _test_file(st)}
     record = search_mod.load_record(st.op, item["item_id"]) if item.get("search") else None
     if item.get("search") and (record or {}).get("status") != "complete":
@@ -322,11 +337,27 @@ def _examined(st: State) -> list[str]:
             *(f"{PERF}/{r['name']}" for r in st.rounds), *profiles]
 
 
+def sweep_fresh(ledger: dict) -> bool:
+    """The final sweep is recorded and no edit of the ledger came after it (docs/ledger.md)."""
+    sweep = ledger.get("sweep")
+    return sweep is not None and sweep.get("at_revision") == ledger.get("revision")
+
+
+def _selection_stale(st: State) -> str | None:
+    """Why selection.json does not rank what is recorded now (None: it does)."""
+    if st.selection is None:
+        return "no selection yet"
+    if ((st.selection.get("inputs") or {}).get("candidates") or {}).get("sha256") != st.register_sha:
+        return "selection.json ranks another candidates.json than the one recorded now"
+    return None
+
+
 def finish(st: State) -> list[dict]:
     """SKILL steps 21-31."""
     selected = st.files.get(f"{PERF}/{protocol.SELECTION_NAME}")
-    if st.selection is None:
-        return [step("ledger_check", "the sweep is recorded"), step("choose", "no selection yet")]
+    stale = _selection_stale(st)
+    if stale:
+        return [step("ledger_check", "the sweep is recorded"), step("choose", stale)]
     chosen = st.selection["chosen"]
     cand = next(c for c in st.register if c["version_id"] == chosen)
     rejected = candidates.rejected_items(cand, st.ledger["items"]) if st.ledger else []
@@ -356,12 +387,14 @@ def finish(st: State) -> list[dict]:
               "TARGET_IDS": list(st.man.target_case_ids), "SELECTION_MODE": st.man.selection_mode}
     if (st.perf or {}).get("final_collection_id") != final[-1]["id"]:
         return [step("final_compare", "the final round is not compared", values)]
-    before, earlier = (st.op / protocol.PERFORMANCE_JSON).stat().st_mtime, protocol.PERFORMANCE_JSON
-    for key, name in (("terminal", "docs/perf/terminal_evidence.json"), ("report", protocol.PERFORMANCE_REPORT_MD),
-                      ("verify", "docs/perf/stage5_check.json")):
-        if st.files.get(name, 0) < before:   # each final file is newer than the one before it
-            return [step(key, f"{name} is missing or older than {earlier}", values, None)]
-        before, earlier = st.files[name], name
+    newest = st.files[protocol.PERFORMANCE_JSON]
+    for key, name, also in (("terminal", "docs/perf/terminal_evidence.json", ()),
+                            ("report", protocol.PERFORMANCE_REPORT_MD, FINAL_INPUTS + (f"{PERF}/{protocol.SELECTION_NAME}",)),
+                            ("verify", "docs/perf/stage5_check.json", ())):
+        newest = max([newest, *(st.files.get(n, 0) for n in also)])
+        if st.files.get(name, 0) < newest:
+            return [step(key, f"{name} is missing or older than what it describes", values)]
+        newest = st.files[name]
     verdict = _json(st.op / "docs/perf/stage5_check.json") or {}
     if verdict.get("verdict") == "FAIL":
         return after_fail(st, verdict, values)

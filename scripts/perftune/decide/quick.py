@@ -4,7 +4,7 @@ A quick screen collected with ``collect_perf.py quick --paired-with <best's vers
 arms, interleaved per repeat like a formal paired round: the speed-ups, CIs and the promotion use
 those pairs (drift cancels inside each pair), and ``--baseline`` must be a round of the same code
 as the partner (by hash). An unpaired screen is an independent comparison with the baseline round:
-without a calibration it claims no size (``calibration.no_direction``: ``inconclusive``, never
+without a calibration it claims no size (``stats.case_verdict``: ``inconclusive``, never
 promoted; docs/statistics.md "Independent rounds without calibration"). Promotion is the frozen
 ``protocol.promotion`` rule (:mod:`acceptance`) over the item's case scope (``--cases``).
 """
@@ -82,9 +82,9 @@ def build_quick(*, task: str, manifest: Manifest, baseline: Any, quick: Mapping[
         else:
             b, groups = list(baseline.cases[case_id].samples_us), getattr(baseline.cases[case_id], "processes", None)
             arms[case_id] = (b, q, groups, None)
-        result = calibration.no_direction(stats.compare_samples(
+        result = stats.compare_samples(
             b, q, decision, paired=paired, aggregation=aggregation, family_size=len(chosen),
-            groups_b=arms[case_id][2], groups_c=arms[case_id][3]), paired, calibrated)
+            groups_b=arms[case_id][2], groups_c=arms[case_id][3], directional=calibration.directional(paired, calibrated))
         rows.append({"case": case_id, "baseline_us": stats.aggregate(b, aggregation),
                      "quick_us": stats.aggregate(q, aggregation), "speedup": result.point,
                      "speedup_ci": [result.ci_low, result.ci_high] if result.ci_low is not None else None,

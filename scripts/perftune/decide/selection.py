@@ -11,8 +11,9 @@ this module only decides. Rules, frozen in the manifest before any result (docs/
   samples) / aggregate(version samples); ranked on a round paired with partner P, P's speed-up times
   aggregate(partner arm) / aggregate(own arm) of that round (a chain of paired links, drift-free).
 - eligibility = the final compare gate: a version with any target case ``slower`` than the
-  baseline (same verdict rule and multiplicity correction as ``compare_perf.py formal``) is
-  ineligible (``would_fail_gate``) and can never be chosen.
+  baseline (``stats.case_verdict``, the compare's own function: its multiplicity correction and its
+  calibration rule, so an uncalibrated independent ranking claims no ``slower``) is ineligible
+  (``would_fail_gate``) and can never be chosen.
 - δ = the frozen ``decision.noise_band``; data never widen it. Baseline drift is reported
   (``rule.baseline_drift``) and marks the selection ``stable: false``.
 - anchor = the eligible version with the raw top score (exact ties: smaller evaluation_order).
@@ -39,7 +40,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import stats
+from . import calibration, stats
 from ..contract.manifest import Manifest
 
 
@@ -95,10 +96,11 @@ class _Chain:
     path: list[str]
     p_values: list[np.ndarray]   # per link, per case: the link's rank-test p (relative_band gate)
     problem: str | None = None
+    paired: bool = True          # every link of the chain is a paired round (drift cancels in each)
 
 
 def _usable(arms: Sequence, manifest: Manifest, paired: bool) -> str | None:
-    problem = stats._insufficient(np.asarray(arms[0], float), np.asarray(arms[1], float),
+    problem = stats.insufficient(np.asarray(arms[0], float), np.asarray(arms[1], float),
                                   manifest.protocol.decision, paired)
     return None if problem is None else f"score_not_computable:case_{problem}"
 
@@ -180,26 +182,27 @@ def _chains(ordered: Sequence[Entry], rounds: Mapping[str, Mapping[str, Sequence
             continue
         point, draws, p_val = _link(arms, manifest, entry.evaluation_order, paired, base_draws)
         out[entry.version_id] = _Chain(prev.point + point, None if draws is None else prev.draws + draws,
-                                       prev.path + [entry.version_id], prev.p_values + [p_val])
+                                       prev.path + [entry.version_id], prev.p_values + [p_val],
+                                       paired=paired and prev.paired)
     return out
 
 
-def _slower(chain: _Chain, manifest: Manifest) -> list[str]:
-    """Target cases the compare gate would call ``slower`` against the baseline, on the chained numbers
-    (same verdict table and multiplicity correction; relative_band: the point below the band and every
-    link's rank test significant)."""
+def _slower(chain: _Chain, manifest: Manifest, calibrated: bool) -> list[str]:
+    """Target cases the compare gate would call ``slower`` against the baseline, on the chained numbers:
+    ``stats.case_verdict`` (the compare's verdict, its multiplicity correction and its calibration rule:
+    a chain with an independent link claims no size unless calibrated; relative_band: the point and
+    every link's rank test)."""
     proto, targets = manifest.protocol, manifest.target_case_ids
     level = stats.family_level(proto.decision.confidence,
                                len(targets) if proto.decision.multiplicity == "bonferroni" else 1)
+    directional = calibration.directional(chain.paired, calibrated)
     out = []
     for k, case in enumerate(targets):
-        if chain.draws is not None:
-            low, high = stats._interval(chain.draws[:, k], level)
-            verdict = stats.verdict_from_ci(low, high, proto.decision.noise_band)
-        else:
-            p_value = max((float(p[k]) for p in chain.p_values), default=1.0)
-            verdict = stats.verdict_from_point(float(np.exp(chain.point[k])), proto.decision.noise_band,
-                                               p_value, level)[0]
+        p_value = max((float(p[k]) for p in chain.p_values), default=1.0)
+        verdict = stats.case_verdict(proto.decision.noise_band, level,
+                                     log_draws=None if chain.draws is None else chain.draws[:, k],
+                                     point=float(np.exp(chain.point[k])), p_value=p_value,
+                                     directional=directional)[0]
         if verdict == "slower":
             out.append(case)
     return out
@@ -207,7 +210,7 @@ def _slower(chain: _Chain, manifest: Manifest) -> list[str]:
 
 def _scores(entries: Sequence[Entry], rounds: Mapping[str, Mapping[str, Sequence[float]]],
             manifest: Manifest, links: Mapping[str, Mapping[str, Sequence]] | None = None,
-            gate: bool = True) -> tuple[dict[str, dict], dict[str, _Chain]]:
+            gate: bool = True, calibrated: bool = False) -> tuple[dict[str, dict], dict[str, _Chain]]:
     proto = manifest.protocol
     chains = _chains(sorted(entries, key=lambda e: e.evaluation_order), rounds, links or {}, manifest)
     alpha = (1 - proto.decision.confidence) / 2
@@ -223,7 +226,7 @@ def _scores(entries: Sequence[Entry], rounds: Mapping[str, Mapping[str, Sequence
                 ci = [float(x) for x in np.quantile(_score_draws(chain.draws, proto.aggregate_metric),
                                                     [alpha, 1 - alpha])]
         if problem is None and gate and entry.evaluation_order > 0:
-            slower = _slower(chain, manifest)
+            slower = _slower(chain, manifest, calibrated)
             problem = f"would_fail_gate: slower target cases {slower}" if slower else None
         out[entry.version_id] = {
             "version_id": entry.version_id, "evaluation_order": entry.evaluation_order,
@@ -237,11 +240,13 @@ def _scores(entries: Sequence[Entry], rounds: Mapping[str, Mapping[str, Sequence
 
 
 def select(entries: Sequence[Entry], rounds: Mapping[str, Mapping[str, Sequence[float]]],
-           manifest: Manifest, links: Mapping[str, Mapping[str, Sequence]] | None = None) -> dict:
+           manifest: Manifest, links: Mapping[str, Mapping[str, Sequence]] | None = None,
+           calibrated: bool = False) -> dict:
     """The ``selection.json`` content (without input file records) for ``entries`` (pure).
 
     ``rounds``: each version's own samples per case; ``links``: for a version with a ``partner``, the
-    paired arms ``{case: (partner samples, own samples)}`` of its ranking round.
+    paired arms ``{case: (partner samples, own samples)}`` of its ranking round; ``calibrated``: the
+    manifest's band is the calibration's δ_eff (an independent link may then claim a size).
     """
     ordered = sorted(entries, key=lambda e: e.evaluation_order)
     base_entry = ordered[0] if ordered and ordered[0].evaluation_order == 0 else None
@@ -252,7 +257,7 @@ def select(entries: Sequence[Entry], rounds: Mapping[str, Mapping[str, Sequence[
         if e.partner is not None and not (orders.get(e.partner, e.evaluation_order) < e.evaluation_order):
             raise ValueError(f"{e.version_id}: its ranking round's partner {e.partner} is not an earlier version")
     baseline = rounds[base_entry.version_id]
-    rows, chains = _scores(ordered, rounds, manifest, links)
+    rows, chains = _scores(ordered, rounds, manifest, links, calibrated=calibrated)
     eligible = [rows[e.version_id] for e in ordered if rows[e.version_id]["eligible"]]
     delta = delta_of(manifest)
     drift = drift_of(baseline, manifest)

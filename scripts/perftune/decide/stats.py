@@ -40,6 +40,8 @@ from ..contract.manifest import Decision
 EXACT_MAX_N = 20
 REASONS = {"faster": "ci_above_band", "slower": "ci_below_band", "equivalent": "ci_inside_band",
            "inconclusive": "ci_straddles_band"}
+SIZED = ("faster", "slower", "equivalent")      # verdicts that claim the effect's size
+UNCALIBRATED = "independent_not_calibrated"     # reason code: an independent comparison without calibration
 
 
 @dataclass(frozen=True)
@@ -118,7 +120,8 @@ def sample_problem(samples: Sequence[float] | np.ndarray, floor: int) -> str | N
     return None
 
 
-def _interval(log_draws: np.ndarray, level: float) -> tuple[float, float]:
+def interval(log_draws: np.ndarray, level: float) -> tuple[float, float]:
+    """The percentile CI at ``level`` of bootstrap draws of a log speed-up, as speed-ups."""
     alpha = (1.0 - level) / 2.0
     low, high = np.quantile(log_draws, [alpha, 1.0 - alpha], axis=-1)
     return float(np.exp(low)), float(np.exp(high))
@@ -195,7 +198,7 @@ def aa_noise(baseline: Sequence[float] | np.ndarray, decision: Decision, aggrega
         return None
     rng = np.random.default_rng([decision.rng_seed, 1])
     draws = log_speedup_draws(first, second, aggregation, decision.resamples, rng, groups_b=g1, groups_c=g2)
-    low, high = _interval(draws, decision.confidence)
+    low, high = interval(draws, decision.confidence)
     if low > 1.0:
         return low - 1.0
     if high < 1.0:
@@ -223,6 +226,25 @@ def verdict_from_point(point: float, delta: float, p_value: float | None, level:
     if p_value is None or p_value >= 1.0 - level:
         return "inconclusive", "rank_test_not_significant"
     return ("faster", "point_above_band") if point > upper else ("slower", "point_below_band")
+
+
+def case_verdict(delta: float, level: float, *, log_draws: np.ndarray | None = None, point: float | None = None,
+                 p_value: float | None = None, directional: bool = True) -> tuple[str, str, float | None, float | None]:
+    """(verdict, reason code, CI low, CI high) of one case: the one owner of ``faster``/``slower``/
+    ``equivalent`` for the formal and quick compare, acceptance (which reads these verdicts) and selection.
+    With bootstrap ``log_draws``: the verdict table on their CI at ``level``; without (``relative_band``):
+    :func:`verdict_from_point`. ``directional`` False (an independent comparison without calibration,
+    ``calibration.directional``): no verdict claims a size, ``inconclusive`` / :data:`UNCALIBRATED`."""
+    low = high = None
+    if log_draws is not None:
+        low, high = interval(log_draws, level)
+        verdict = verdict_from_ci(low, high, delta)
+        reason = REASONS[verdict]
+    else:
+        verdict, reason = verdict_from_point(point, delta, p_value, level)
+    if not directional and verdict in SIZED:
+        verdict, reason = "inconclusive", UNCALIBRATED
+    return verdict, reason, low, high
 
 
 def mann_whitney(baseline: Sequence[float] | np.ndarray,
@@ -256,7 +278,7 @@ def _floor(decision: Decision) -> int:
     return decision.min_repeats
 
 
-def _insufficient(b: np.ndarray, c: np.ndarray, decision: Decision, paired: bool) -> str | None:
+def insufficient(b: np.ndarray, c: np.ndarray, decision: Decision, paired: bool) -> str | None:
     floor = _floor(decision)
     for arm, values in (("baseline", b), ("candidate", c)):
         problem = sample_problem(values, floor)
@@ -268,16 +290,18 @@ def _insufficient(b: np.ndarray, c: np.ndarray, decision: Decision, paired: bool
 def compare_samples(baseline: Sequence[float] | np.ndarray, candidate: Sequence[float] | np.ndarray,
                     decision: Decision, paired: bool = False, aa_noise_value: float | None = None,
                     aggregation: str = protocol.DEFAULT_AGGREGATION, family_size: int = 1,
-                    groups_b: Sequence[int] | None = None, groups_c: Sequence[int] | None = None) -> SpeedupResult:
+                    groups_b: Sequence[int] | None = None, groups_c: Sequence[int] | None = None,
+                    directional: bool = True) -> SpeedupResult:
     """Speed-up of ``candidate`` over ``baseline`` with its CI and verdict (docs/statistics.md).
 
     ``family_size`` = number of target cases decided together (Bonferroni when the frozen
     ``multiplicity`` asks for it); ``groups_*`` = process index of every sample (two-level CI).
     ``aa_noise_value`` replaces the drift measured on ``baseline`` (reported, never widens δ).
+    ``directional``: whether the comparison may claim a size (:func:`case_verdict`).
     """
     b, c = _as_array(baseline), _as_array(candidate)
     delta = decision.noise_band
-    problem = _insufficient(b, c, decision, paired)
+    problem = insufficient(b, c, decision, paired)
     if problem is not None:
         point = None
         if b.ndim == c.ndim == 1 and not sample_problem(b, 1) and not sample_problem(c, 1):
@@ -301,15 +325,13 @@ def compare_samples(baseline: Sequence[float] | np.ndarray, candidate: Sequence[
                   n_baseline=int(b.size), n_candidate=int(c.size), method=decision.method, aa_noise=noise,
                   paired=paired, rank_test=test, stable=None if noise is None else noise == 0.0,
                   n_processes=processes)
-    if decision.method == "relative_band":
-        verdict, reason = verdict_from_point(point, delta, p_value, level)
-        return SpeedupResult(ci_low=None, ci_high=None, verdict=verdict, reason_code=reason, ci_level=level, **common)
-    rng = np.random.default_rng(decision.rng_seed)
-    draws = log_speedup_draws(b, c, aggregation, decision.resamples, rng, paired, groups_b, groups_c)
-    low, high = _interval(draws, level)
-    verdict = verdict_from_ci(low, high, delta)
-    return SpeedupResult(ci_low=low, ci_high=high, verdict=verdict, reason_code=REASONS[verdict],
-                         ci_level=level, **common)
+    draws = None
+    if decision.method != "relative_band":
+        rng = np.random.default_rng(decision.rng_seed)
+        draws = log_speedup_draws(b, c, aggregation, decision.resamples, rng, paired, groups_b, groups_c)
+    verdict, reason, low, high = case_verdict(delta, level, log_draws=draws, point=point, p_value=p_value,
+                                              directional=directional)
+    return SpeedupResult(ci_low=low, ci_high=high, verdict=verdict, reason_code=reason, ci_level=level, **common)
 
 
 Arms = tuple  # (baseline, candidate[, groups_b, groups_c])
@@ -345,7 +367,7 @@ def suite_score(per_case: Mapping[str, Arms], target_ids: Sequence[str], decisio
         if case_id not in per_case:
             return SuiteResult(None, None, None, None, len(target_ids), decision.method, "case_missing", metric)
         arms = tuple(per_case[case_id])
-        problem = _insufficient(_as_array(arms[0]), _as_array(arms[1]), decision, paired)
+        problem = insufficient(_as_array(arms[0]), _as_array(arms[1]), decision, paired)
         if problem is not None:
             return SuiteResult(None, None, None, None, len(target_ids), decision.method, f"case_{problem}", metric)
         pairs.append(arms)

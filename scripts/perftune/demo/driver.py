@@ -1,7 +1,7 @@
 """The end-to-end Stage 5 run on any operator folder (DESIGN §11), by SKILL.md's own commands.
 
-Every script the driver runs is a step block of SKILL.md (:mod:`perftune.demo.skill`) or a command
-the SKILL names (:data:`perftune.demo.steps.EXTRA`), filled in with the values ``decide/next_step.py``
+Every script the driver runs is a step block of SKILL.md (:mod:`perftune.demo.skill`, the keys of
+:data:`perftune.demo.steps.ORDER`), filled in with the values ``decide/next_step.py``
 (perf_next.py) read from the evidence plus the agent's judgement, run as a subprocess from the
 operator copy (:mod:`perftune.demo.flow` decides which step). The operator folder's ``variants/variants.json``
 (:mod:`perftune.demo.plan`) stands in for the agent's judgement: the protocol, which items to try

@@ -165,8 +165,7 @@ def run_step(d: Driver, agent: Agent, st: dict[str, Any], item: str | None) -> N
         return
     if key == "stop":
         raise CheckFailed(d.op / agent.op.test_file, "baseline", st["why"], "fix the operator")
-    command = d.skill.command(key)
-    values = skill_mod.step_values(command, st["values"], agent.judgement(st), str(d.op))
+    values = skill_mod.step_values(st["values"], agent.judgement(st), str(d.op))
     code, data = d.run(key, ok=RESULT_EXIT.get(key, (0,)), label=_label(st, agent, item), **values)
     agent.data[key] = data
     if key == "freeze":
@@ -188,17 +187,17 @@ def run_step(d: Driver, agent: Agent, st: dict[str, Any], item: str | None) -> N
 
 def run_procedure(d: Driver, op: opfolder.Operator) -> tuple[Agent, dict[str, Any]]:
     """SKILL.md's procedure as perf_next gives it: ask ``next_step`` after every step, run what it says
-    with its values, add only the plan's judgement; ends at ``done``."""
-    agent, overlap, item = Agent(op), None, None
+    with its values, add only the plan's judgement; ends at ``done`` or ``failed``."""
+    agent, item = Agent(op), None
     for _ in range(MAX_STEPS):
-        out = next_step.next_steps(d.op, overlap=overlap)
-        overlap, todo = None, out["steps"]
+        out = next_step.next_steps(d.op)
+        todo = out["steps"]
         if todo[0]["key"] in ("done", "failed"):   # a FAIL ends the demo; perf_next prints the way forward
             return agent, todo[0]
         if out["mode"] == "choice":
             chosen, overlap = agent.pick(out, fsio.read_json(d.op / "docs/perf/ledger.json", what="ledger.json"))
-            if chosen is None:
-                continue
+            if chosen is None:   # the overlap step: perf_next prints the close with the closed item's evidence
+                chosen = d.run("overlap", label=overlap, OVERLAP_ITEM=overlap)[1]["steps"][0]
             todo = [chosen]
         for st in todo:
             item = st["values"].get("ITEM_ID") or item

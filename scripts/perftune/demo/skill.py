@@ -4,12 +4,14 @@ A step is a fenced block of SKILL.md opened by ```` ```bash step=<key> ```` hold
 them from the values the earlier steps' JSON produced (``DIR``, ``RUN_ID``, ``BEST_ROUND``, ...):
 
 - a token that is exactly a placeholder: a string replaces it, a list expands to several
-  arguments, ``None`` (or an empty list) drops it together with the ``--flag`` before it (SKILL: "leave out a flag
-  that has no value");
+  arguments;
 - a placeholder inside a token (``DIR/docs/perf/versions/BEST_VERSION``, ``terminal_evidence_BEST_ROUND.json``)
   is replaced as text;
+- ``None`` (or an empty list) for one of :data:`OPTIONAL` drops its token together with the ``--flag``
+  before it (SKILL: "leave out a flag without a value"; step-values.md names these);
 - ``${CLAUDE_PLUGIN_ROOT}`` is the plugin root; ``python`` is the running interpreter.
-A placeholder with no value is refused: the SKILL and the run must agree on every name.
+A placeholder the values do not name, or ``None`` for one that is not optional, is refused with an error
+naming the step and the placeholder: a step is never run (or printed) with a value quietly missing.
 """
 
 from __future__ import annotations
@@ -31,7 +33,11 @@ NAMES = ("DIR", "TARGET_IDS", "SELECTION_MODE", "BACKEND", "OP_NAME", "DEVICE", 
          "RUN_ID", "BASELINE_ROUND", "BASELINE_COLLECTION", "BEST_VERSION", "BEST_ROUND", "BEST_COLLECTION",
          "ITEM_ID", "TITLE", "HYPOTHESIS", "METRIC", "STATUS", "REASON_CODE", "APPLICABILITY", "GROUNDS",
          "NOTE", "CODE_REF", "QUICK_ID", "FORMAL_IDS", "RELATION", "VERSION_ID", "ROUND", "COMPLIANCE",
-         "SCOPE", "EXAMINED", "FINDINGS", "FINAL_ROUND", "CONFIRM_PARTNER", "CONFIRM_ROUND", "SEARCH_ARGS")
+         "SCOPE", "EXAMINED", "FINDINGS", "FINAL_ROUND", "CONFIRM_PARTNER", "CONFIRM_ROUND",
+         "OVERLAP_ITEM", "SEARCH_ARGS")
+# the placeholders whose flag a step leaves out when the value does not exist (step-values.md)
+OPTIONAL = frozenset({"SOURCES_DIR", "REASON_CODE", "APPLICABILITY", "GROUNDS", "QUICK_ID", "FORMAL_IDS",
+                      "RELATION", "FINDINGS", "CONFIRM_PARTNER"})
 # a name is delimited by anything but an upper-case letter or digit, so ``terminal_evidence_BEST_ROUND.json``
 # holds BEST_ROUND (``\b`` would not split ``_BEST_ROUND``: #27 Found 7); longest names first
 _PLACEHOLDER = re.compile(r"(?<![A-Z0-9])(?:" + "|".join(sorted(NAMES, key=len, reverse=True)) + r")(?![A-Z0-9_])")
@@ -44,9 +50,6 @@ class Skill:
     order: tuple[str, ...]
 
     def command(self, key: str) -> str:
-        from .steps import EXTRA
-        if key in EXTRA and key not in self.commands:
-            return EXTRA[key][1]
         if key not in self.commands:
             raise ContractError(self.path, f"step {key}", "has no 'bash step=' command block",
                                 "the demo runs only what SKILL.md says; add the step there")
@@ -74,26 +77,36 @@ def placeholders(command: str) -> list[str]:
     return sorted(set(_PLACEHOLDER.findall(command)))
 
 
-def step_values(command: str, values: dict[str, Any], judgement: dict[str, Any], op_dir: str) -> dict[str, Any]:
-    """The values of one perf_next step (``decide/next_step.py``): every placeholder the step does not
-    fill is left out (None), then the evidence's ``values``, the agent's ``judgement``, ``DIR``."""
-    return {**{name: None for name in placeholders(command)}, **values, **judgement, "DIR": op_dir}
+def step_values(values: dict[str, Any], judgement: dict[str, Any], op_dir: str) -> dict[str, Any]:
+    """The values of one perf_next step (``decide/next_step.py``): the evidence's ``values``, the
+    agent's ``judgement``, ``DIR``; a placeholder none of them names stays missing (:func:`fill` refuses it)."""
+    return {**values, **judgement, "DIR": op_dir}
+
+
+def _absent(value: Any) -> bool:
+    return value is None or (isinstance(value, (list, tuple)) and not value)
 
 
 def fill(command: str, values: dict[str, Any], source: str | Path = SKILL_MD, key: str = "-") -> list[str]:
     """argv of ``command`` with its placeholders filled (rules in the module docstring)."""
-    missing = [p for p in placeholders(command) if p not in values]
+    names = placeholders(command)
+    missing = [p for p in names if p not in values]
     if missing:
         raise ContractError(source, f"step {key}", f"placeholders without a value: {missing}",
-                            "name only values the earlier steps produce")
+                            "the step's values (perf_next) or the agent's judgement must name each")
+    empty = [p for p in names if p not in OPTIONAL and _absent(values[p])]
+    if empty:
+        raise ContractError(source, f"step {key}", f"no value for {empty} (only {sorted(OPTIONAL)} may be "
+                            "left out)", "run the step that produces it first, or give the value")
     argv: list[str] = []
     for token in shlex.split(command.replace("${CLAUDE_PLUGIN_ROOT}", str(ROOT))):
+        inside = placeholders(token)
+        if any(_absent(values[p]) for p in inside):   # an optional value that does not exist: no flag
+            if argv and argv[-1].startswith("--"):
+                argv.pop()
+            continue
         if token in values:
             value = values[token]
-            if value is None or (isinstance(value, (list, tuple)) and not value):
-                if argv and argv[-1].startswith("--"):
-                    argv.pop()
-                continue
             argv += [str(v) for v in value] if isinstance(value, (list, tuple)) else [str(value)]
             continue
         argv.append(_PLACEHOLDER.sub(lambda m: str(values[m.group(0)]), token))

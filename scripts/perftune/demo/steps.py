@@ -2,10 +2,11 @@
 
 SKILL.md (skills/pypto-pro-op-perf-tune/SKILL.md) owns the commands: each procedure command is a
 fenced block opened by ```` ```bash step=<key> ````. The keys appear in SKILL.md in the
-order of :data:`ORDER` (``tests/demo/test_skill_steps.py`` checks both ways), and the driver runs a
-script only through :func:`perftune.demo.skill.Skill.command` of one of these keys, so the demo can
-never do what the SKILL does not say. ``phase``: ``prepare`` (once), ``item`` (per ledger item,
-in the SKILL's loop), ``finish`` (once, after the loop).
+order of :data:`ORDER`, which is the order they run (``tests/demo/test_skill_steps.py`` checks both ways),
+and the driver runs a script only through :func:`perftune.demo.skill.Skill.command` of one of these keys,
+so the demo can never do what the SKILL does not say; every command ``perf_next.py`` prints is one of them.
+``phase``: ``prepare`` (once), ``item`` (per ledger item, in the SKILL's loop), ``finish`` (once, after the
+loop), ``any`` (wherever the evidence asks for it).
 """
 
 from __future__ import annotations
@@ -30,18 +31,22 @@ STEPS = (
     Step("baseline", "prepare", "collect_perf.py", "formal baseline round"),
     Step("ledger_init", "prepare", "ledger.py", "open the ledger on the recorded sources"),
     Step("ledger_show", "prepare", "ledger.py", "read the enumerated items"),
+    Step("close_gated", "prepare", "ledger.py", "close every item whose recorded gate fails here"),
     Step("close_preset", "prepare", "ledger.py", "close items that need no experiment, with grounds"),
     Step("record_baseline", "prepare", "select_best.py", "record the baseline as candidate v000"),
-    Step("bottleneck_profile", "item", "terminal_evidence.py", "profile of the current best (derived items)"),
-    Step("derived_add", "item", "ledger.py", "register a bottleneck_derived item"),
     Step("hypothesis", "item", "ledger.py", "write the hypothesis into the item before the edit"),
+    Step("tune_declare", "item", "tune.py", "or, for a parameter space, freeze a search instead of one edit"),
     Step("tune", "item", "tune.py", "measure every point of the frozen search once; the best left in place"),
+    Step("restore", "any", "select_best.py", "put a recorded or tried version's code in place"),
     Step("quick", "item", "collect_perf.py", "quick screen of the edited code"),
     Step("quick_compare", "item", "compare_perf.py", "promotion by the frozen rule"),
     Step("paired_formal", "item", "collect_perf.py", "formal round paired with the current best"),
     Step("formal_compare", "item", "compare_perf.py", "formal compare against the current best"),
     Step("record", "item", "select_best.py", "record an accepted version"),
+    Step("overlap", "item", "perf_next.py", "the close of an item whose experiment is a closed item's"),
     Step("close_item", "item", "ledger.py", "close the item with its evidence"),
+    Step("bottleneck_profile", "item", "terminal_evidence.py", "profile of the current best (derived items)"),
+    Step("derived_add", "item", "ledger.py", "register a bottleneck_derived item"),
     Step("sweep", "finish", "ledger.py", "final candidate sweep"),
     Step("ledger_check", "finish", "ledger_check.py", "the ledger is closed"),
     Step("choose", "finish", "select_best.py", "recomputed choice of the best version"),
@@ -53,33 +58,7 @@ STEPS = (
     Step("terminal", "finish", "terminal_evidence.py", "terminal evidence of the final round"),
     Step("report", "finish", "perf_report.py", "the report"),
     Step("verify", "finish", "stage5_check.py", "the verifier"),
+    Step("reopen", "any", "ledger.py", "reopen an item a stage5_check FAIL invalidates"),
 )
 ORDER = tuple(s.key for s in STEPS)
-# commands SKILL.md names in its prose, not as a block, that perf_next.py prints (any point of the procedure)
-EXTRA = {
-    "restore": (Step("restore", "any", "select_best.py", "put a recorded or tried version's code in place"),
-                "python3 ${CLAUDE_PLUGIN_ROOT}/scripts/select_best.py restore --op-dir DIR --version VERSION_ID --json"),
-    "reopen": (Step("reopen", "finish", "ledger.py", "reopen an item a stage5_check FAIL invalidates"),
-               "python3 ${CLAUDE_PLUGIN_ROOT}/scripts/ledger.py reopen --op-dir DIR --item ITEM_ID --note \"NOTE\" --json"),
-    "tune_declare": (Step("tune_declare", "item", "tune.py", "or, for a parameter space, freeze a search instead of one edit"),
-                     "python3 ${CLAUDE_PLUGIN_ROOT}/scripts/tune.py declare --op-dir DIR --item ITEM_ID SEARCH_ARGS "
-                     "--hypothesis \"HYPOTHESIS\" --json"),
-    "close_gated": (Step("close_gated", "prepare", "ledger.py", "close every item whose recorded gate fails here"),
-                    "python3 ${CLAUDE_PLUGIN_ROOT}/scripts/ledger.py close-gated --op-dir DIR --json"),
-}
-BY_KEY = {s.key: s for s in STEPS} | {k: step for k, (step, _) in EXTRA.items()}
-ITEM_STARTS = ("bottleneck_profile", "hypothesis")
-
-
-def order_problems(ran: list[str]) -> list[str]:
-    """Where a run's step keys leave the SKILL's order: each step follows an earlier or the same step,
-    except that a new item restarts the loop, an item closed without an experiment (``close_preset``, in
-    source order as perf_next gives it) may come anywhere before the sweep, and a ``confirm`` whose verdict is ``remeasure`` goes
-    back to ``confirm_round`` (SKILL step 26); ``correctness`` (step 1) recurs wherever the SKILL
-    says to run it again; the :data:`EXTRA` commands may come anywhere. Unknown keys are problems too."""
-    unknown = [k for k in ran if k not in BY_KEY]
-    seq = [k for k in ran if k in ORDER and k != "correctness"]
-    back = [f"{a} -> {b}" for a, b in zip(seq, seq[1:]) if ORDER.index(a) > ORDER.index(b)
-            and not (b in ITEM_STARTS and BY_KEY[a].phase == "item") and (a, b) != ("confirm", "confirm_round")
-            and not (b == "close_preset" and BY_KEY[a].phase != "finish")]
-    return [f"unknown step {k}" for k in unknown] + [f"out of order: {x}" for x in back]
+BY_KEY = {s.key: s for s in STEPS}

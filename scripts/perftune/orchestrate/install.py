@@ -2,7 +2,7 @@
 
 Decisions (DESIGN §2 leaves the layout to us; upstream init.sh symlinked into the config root):
 - The whole plugin payload named in ``plugin.json`` (agents, skills, commands, references, hooks,
-  scripts, schemas, examples, platforms) is **copied** to ``<payload folder>/<plugin name>/``, the
+  scripts, schemas, examples, platforms, docs: every file a prompt cites) is **copied** to ``<payload folder>/<plugin name>/``, the
   *install root*; copies work on every host and file system, symlinks do not.
 - Hosts discover agents, commands and skills in their own folders, in their own formats:
   :mod:`.hosts` renders each file for the host (docs/hosts.md lists the conventions and sources).
@@ -30,7 +30,7 @@ MANIFEST_NAME = "cannbot-manifest.json"
 RENDERED_SUFFIXES = (".md", ".json")
 IGNORED = ("__pycache__", ".pytest_cache")
 PAYLOAD_GROUPS = ("agents", "skills", "commands", "references", "hooks", "scripts", "schemas",
-                  "examples", "platforms")
+                  "examples", "platforms", "docs")
 OPENCODE_PLUGIN = "hooks/opencode/pypto-guard.js"
 HOSTS = hosts.LAYOUTS
 LEVELS = ("project", "global")

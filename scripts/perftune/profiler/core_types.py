@@ -6,12 +6,9 @@ and :func:`perftune.profiler.case_tables.pipe_ratios`):
 
 - :func:`core_time`: ``aicore_time(us)`` / ``aiv_time(us)`` as the profiler wrote it, except that a
   ``0.0`` next to a positive ``*_total_cycles`` count is *not written* (CANN 9.0.0 without
-  frequency data writes 0.0 beside real cycles and ratios): the time is missing, never 0, unless
-  :func:`time_from_cycles` can derive it (platform frequency and the row's block count given).
+  frequency data writes 0.0 beside real cycles and ratios): the time is missing, never 0 (it is never
+  derived from the cycles: the block count and frequency a derivation needs are not in the row).
   A 0.0 with 0 cycles is a side that did not run.
-- :func:`time_from_cycles`: ``cycles / (frequency_MHz x blocks)`` µs; the cycles are summed over the
-  blocks that ran (a real torch_npu kernel_details row: 13181275 cycles, 20 blocks, 1800 MHz ->
-  366.146 µs against the 366.147 written).
 - :func:`primary_core`: when both cycle counts are written and only one side ran cycles, that side
   (an older CANN writes ``aicore_time(us)`` 982.72 beside ``aic_total_cycles`` 0 for a vector-only
   ZerosLike, Ascend/msinsight's op_summary_1.csv); else the side with the larger positive time
@@ -33,20 +30,11 @@ PIPE_COLUMNS = {
 }
 
 
-def time_from_cycles(cycles: float, frequency_mhz: float, blocks: int) -> float:
-    """Core time in µs of ``cycles`` summed over ``blocks`` blocks at ``frequency_mhz``."""
-    return cycles / (frequency_mhz * blocks)
-
-
-def core_time(time: float | None, cycles: float | None, *, frequency_mhz: float | None = None,
-              blocks: int | None = None) -> tuple[float | None, str]:
+def core_time(time: float | None, cycles: float | None) -> tuple[float | None, str]:
     """``(time in µs or None, how it was read)`` of one side (module docstring)."""
     if time is not None and time > 0:
         return time, "written"
     if time is not None and time == 0 and cycles is not None and cycles > 0:
-        if frequency_mhz and blocks:
-            return time_from_cycles(cycles, frequency_mhz, blocks), (
-                f"derived: {cycles:g} cycles / ({frequency_mhz:g} MHz x {blocks} blocks); the profiler wrote 0.0")
         return None, f"missing: 0.0 written next to {cycles:g} cycles (no frequency data), not 0"
     if time is not None and time == 0:
         return 0.0, "idle: 0.0 with 0 cycles" if cycles == 0 else "written"

@@ -230,11 +230,6 @@ def table_files(names: Iterable[str], prefix: str, source: str) -> list[str]:
     return [numbered[n][0] for n in order]
 
 
-def op_summary_files(names: Iterable[str], source: str) -> list[str]:
-    """:func:`table_files` of the op_summary table."""
-    return table_files(names, "op_summary", source)
-
-
 def merge_slices(texts: Sequence[str], sources: Sequence[str]) -> str:
     """One CSV text from shard texts (slice order): the first header, then every data line."""
     if not texts:

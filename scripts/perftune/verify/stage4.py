@@ -91,12 +91,6 @@ AGENT_GATES: tuple[tuple[str, str, str], ...] = (
 )
 
 
-def gate_number(spec: GateSpec) -> str | None:
-    """The G-number a gate decides (the first of its ``upstream``), None for a lint-only gate."""
-    match = re.match(r"G\d+", spec.upstream)
-    return match.group(0) if match else None
-
-
 @dataclass(frozen=True)
 class SourceFile:
     name: str
