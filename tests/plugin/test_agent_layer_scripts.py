@@ -40,7 +40,9 @@ AGREED: dict[str, dict[str | None, set[str]]] = {
     "compare_perf.py": {"formal": {"--op-dir", "--baseline", "--candidate", "--json"},
                         "quick": {"--op-dir", "--baseline", "--quick", "--json"}},
     "check_correctness.py": {None: {"--op-dir", "--json"}},
-    "tune.py": {"run": {"--op-dir", "--item", "--json"}},
+    "tune.py": {"run": {"--op-dir", "--item", "--json"},
+                "declare": {"--op-dir", "--item", "--param", "--sampler", "--seed", "--budget", "--batch",
+                            "--hypothesis", "--metric", "--actor", "--json"}},
     "ledger.py": {
         "init": {"--op-dir", "--sources-dir", "--json"}, "show": {"--op-dir", "--json"},
         "close-gated": {"--op-dir", "--json"},
