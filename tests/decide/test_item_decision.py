@@ -28,13 +28,20 @@ def collected(tmp_path_factory) -> Path:
     shutil.copytree(Path(__file__).resolve().parents[2] / "examples" / "softmax", op,
                     ignore=shutil.ignore_patterns("__pycache__", "docs", "variants"))
     freeze_example(op, repeats=6, warmup=1)
+    proc = run_script("check_correctness.py", "--op-dir", op, "--json")   # the record as the product writes it
+    assert proc.returncode == 0, proc.stderr
+    assert run_id(op) == json.loads(proc.stdout)["run_id"]
     for _ in range(2):
         proc = run_script("collect_perf.py", "formal", "--op-dir", op)
         assert proc.returncode == 0, proc.stderr
     assert run_script("ledger.py", "init", "--op-dir", op).returncode == 0
-    (op / "docs/perf/correctness").mkdir(parents=True, exist_ok=True)
-    (op / "docs/perf/correctness/c001-0000abcd.json").write_text('{"run_id": "c001-0000abcd"}')
     return op
+
+
+def run_id(op: Path) -> str:
+    """The fixture's correctness run (`ledger.py update --status accepted` re-judges its probes: P9 early)."""
+    [record] = (op / "docs/perf/correctness").glob("c*.json")
+    return record.stem
 
 
 def truth(op: Path, fast: float, slow: float) -> None:
@@ -56,7 +63,7 @@ def op(collected, tmp_path) -> Path:
 
 def accept(op: Path, *extra: str):
     return run_script("ledger.py", "update", "--op-dir", op, "--item", "general-18", "--status", "accepted",
-                      "--correctness", "c001-0000abcd", "--formal", "round_002", "round_001", "--note", "x", *extra)
+                      "--correctness", run_id(op), "--formal", "round_002", "round_001", "--note", "x", *extra)
 
 
 def test_a_slower_target_case_vetoes_acceptance_in_compare_and_ledger(op):
@@ -73,7 +80,7 @@ def test_a_slower_target_case_vetoes_acceptance_in_compare_and_ledger(op):
                           "suite_ci_low_above_one_no_slower_target")
     assert (op / "docs/perf/ledger.json").read_bytes() == before       # nothing written
     proc = run_script("ledger.py", "update", "--op-dir", op, "--item", "general-18", "--status", "rejected",
-                      "--reason-code", "slower", "--correctness", "c001-0000abcd", "--formal", "round_002",
+                      "--reason-code", "slower", "--correctness", run_id(op), "--formal", "round_002",
                       "round_001", "--note", "vetoed by the slower target case")
     assert proc.returncode == 0, proc.stderr
     led = json.loads((op / "docs/perf/ledger.json").read_text())
@@ -89,7 +96,7 @@ def test_a_slower_target_case_vetoes_acceptance_in_compare_and_ledger(op):
 def test_an_accepting_compare_allows_accepted_and_a_single_round_names_no_compare(op):
     truth(op, fast=50.0, slow=80.0)
     assert_one_line_error(run_script("ledger.py", "update", "--op-dir", op, "--item", "general-18", "--status",
-                                     "accepted", "--correctness", "c001-0000abcd", "--formal", "round_002",
+                                     "accepted", "--correctness", run_id(op), "--formal", "round_002",
                                      "--note", "x"), 2, "names no compare", "CANDIDATE_ROUND BEST_ROUND")
     proc = accept(op)
     assert proc.returncode == 0, proc.stderr
@@ -105,7 +112,7 @@ def test_a_rejected_code_keeps_its_judgement_under_another_item_id(op):
     the same code) and, after noise, offered as general-19: refused at the update and found by P7."""
     truth(op, fast=50.0, slow=130.0)
     proc = run_script("ledger.py", "update", "--op-dir", op, "--item", "general-18", "--status", "rejected",
-                      "--reason-code", "slower", "--correctness", "c001-0000abcd", "--formal", "round_002",
+                      "--reason-code", "slower", "--correctness", run_id(op), "--formal", "round_002",
                       "round_001", "--note", "vetoed by the slower target case")
     assert proc.returncode == 0, proc.stderr
     man = json.loads((op / "PERFORMANCE_CASES.json").read_text())
@@ -114,7 +121,7 @@ def test_a_rejected_code_keeps_its_judgement_under_another_item_id(op):
         set_samples(op, "round_001", case, [100 + n for n in NOISE])
     before = (op / "docs/perf/ledger.json").read_bytes()
     retry = ("ledger.py", "update", "--op-dir", op, "--item", "general-19", "--status", "accepted", "--correctness",
-             "c001-0000abcd", "--formal", "round_001", "round_002", "--note", "retry")
+             run_id(op), "--formal", "round_001", "round_002", "--note", "retry")
     assert_one_line_error(run_script(*retry), 2, "P7.judged_code", "general-18 had rejected")
     assert (op / "docs/perf/ledger.json").read_bytes() == before       # nothing written
     led = json.loads(before)

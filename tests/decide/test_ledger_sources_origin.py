@@ -99,7 +99,7 @@ def test_without_sources_dir_or_own_sources_the_plugin_references_are_enumerated
     assert led["sources"]["general_method"]["index"]["path"] == f"plugin:{REFS}/general-methods/INDEX.md"
     from perftune.contract import manifest, protocol
     from perftune.decide import next_step
-    st = next_step.State(op_dir, man=manifest.load_manifest(op_dir / protocol.MANIFEST_NAME),
+    st = next_step.State(op_dir, man=manifest.load_manifest(op_dir / protocol.MANIFEST_NAME), code_sha="s",
                          rounds=[{"name": "round_001", "id": "c1", "sha": "s", "partner": None}], ledger=None,
                          files={protocol.GOLDEN_REPORT_NAME: 1.0, "docs/perf/platform_cpu.json": 1.0})
     [init, _] = next_step.prepare(st)

@@ -5,7 +5,7 @@ The rule, over the failures of ``docs/perf/stage5_check.json`` (first match wins
 1. **The delivered code is at fault**: a finding of category ``cheating`` or ``precision_failure`` of
    gate P5, P8, P9 or P10 (the code's behaviour on the frozen inputs). If the delivered version is
    an experiment, each of its accepted ledger items is reopened and closed ``rejected`` /
-   ``contract_violation`` (the note names the check ids; the item's evidence is kept), and the
+   ``contract_violation`` (the note names the check ids; the close cites the item's kept evidence), and the
    version it was measured after (its restore point, else the version recorded before it) is put
    back in place. ``select_best.py choose`` then ranks without it (a version linking a rejected item
    never ranks, decide/candidates.py) and the SKILL's steps 23-31 run again on the new choice. If
@@ -72,10 +72,12 @@ def _reject(faults: list[dict], delivered: dict, register: list[dict],
     for item in items:
         out.append(("reopen", f"{item}: its accepted conclusion is invalidated by {note}",
                     {"ITEM_ID": item, "NOTE": note}))
+        ev = by_id[item]["evidence"]     # kept by the reopen: the close cites the same evidence again
         out.append(("close_item", f"{item}: rejected, contract_violation ({version} is never delivered)", {
-            "ITEM_ID": item, "STATUS": "rejected", "REASON_CODE": "contract_violation", "RUN_ID": None,
-            "QUICK_ID": None, "FORMAL_IDS": None, "CODE_REF": None, "BEST_VERSION": restore, "HYPOTHESIS": None,
-            "RELATION": None, "NOTE": note}))
+            "ITEM_ID": item, "STATUS": "rejected", "REASON_CODE": "contract_violation",
+            "RUN_ID": ev.get("correctness"), "QUICK_ID": ev.get("quick") or None,
+            "FORMAL_IDS": ev.get("formal") or None, "CODE_REF": ev.get("code_ref"), "BEST_VERSION": restore,
+            "HYPOTHESIS": ev.get("mechanism") or by_id[item].get("hypothesis"), "RELATION": None, "NOTE": note}))
     out.append(("restore", f"{restore} back in place; choose then ranks without {version}", {"VERSION_ID": restore}))
     return out
 

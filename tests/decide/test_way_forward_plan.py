@@ -18,7 +18,9 @@ def _version(vid: str, order: int, items: list[str]) -> dict:
 
 REGISTER = [_version("v000", 0, []), _version("v001", 1, ["gm-a"]), _version("v002", 2, ["gm-b", "kb-x"])]
 ITEMS = [{"item_id": "gm-a", "status": "accepted", "evidence": {"restore_point": None}},
-         {"item_id": "gm-b", "status": "accepted", "evidence": {"restore_point": None}},
+         {"item_id": "gm-b", "status": "accepted", "hypothesis": "h", "evidence": {
+             "restore_point": None, "correctness": "c004-0000abcd", "quick": ["q1"], "formal": ["f2", "f1"],
+             "code_ref": "docs/perf/versions/v002", "mechanism": None}},
          {"item_id": "kb-x", "status": "already_implemented", "evidence": {"restore_point": None}}]
 
 
@@ -30,6 +32,9 @@ def test_a_cheating_finding_on_an_experiment_rejects_its_accepted_items_and_rest
     closing = out[2][2]
     assert (closing["ITEM_ID"], closing["STATUS"], closing["REASON_CODE"], closing["BEST_VERSION"]) == (
         "gm-b", "rejected", "contract_violation", "v001")
+    # the close cites the evidence the reopen kept: the printed command has every value (issue 38 item 1)
+    assert (closing["RUN_ID"], closing["QUICK_ID"], closing["FORMAL_IDS"], closing["CODE_REF"], closing["HYPOTHESIS"]) \
+        == ("c004-0000abcd", ["q1"], ["f2", "f1"], "docs/perf/versions/v002", "h")
     assert out[3][2] == {"VERSION_ID": "v001"}
 
 
