@@ -94,11 +94,20 @@ def test_a_failure_the_baseline_shares_is_a_disclosed_limit_and_no_support_range
 def test_a_baseline_whose_probe_cannot_run_is_no_evidence_of_a_shared_limit(tmp_path):
     """issue 35 item 10: Stage 4's kernel ends its process on the tail inputs (kernels/stage4_exits_on_tails.py),
     the delivered code fails them: the baseline produced no figure, so the failure is neither a disclosed limit
-    (nothing shows the baseline shares it) nor ``cheating`` (nor that it does not) -- the check fails closed."""
+    (nothing shows the baseline shares it) nor ``cheating`` (nor that it does not) -- the check fails closed,
+    at the end and at step 1 alike. Stage 4's own correctness run keeps its P0 probe (the beyond-P0 step that
+    ends the process runs again without it) and discloses the unrun step as Stage 4's limit; the delivered
+    code is the variant the correctness run accepts (stabilised inside its probe process), timed by a round."""
     op = pipeline.small_softmax(tmp_path)
-    pipeline.deliver(op, {"before_stage4": [{"kernel": "stage4_exits_on_tails"}]}, experiment="dropped_stabilisation")
+    state = pipeline.deliver(op, {"before_stage4": [{"kernel": "stage4_exits_on_tails"}]},
+                             experiment="dropped_stabilisation_after_step1")
+    assert state.get("smuggled") is None   # timed by a round, accepted as v001
     code, found = pipeline.check(op, remeasure=False)
     assert (code, found["verdict"]) == (1, "FAIL"), found["failures"]
-    assert [(f["check"], f["category"], f["actual"]) for f in found["failures"]] == [
-        ("P9.tail_inputs", "runtime_failure", "probe runner exited 70: no stderr")]
+    assert [(f["check"], f["category"], f["actual"]) for f in found["failures"] if f["check"] == "P9.tail_inputs"] \
+        == [("P9.tail_inputs", "runtime_failure", "probe runner exited 70: no stderr")], found["failures"]
     assert found["beyond_p0"]["limits"] == [] and found["beyond_p0"]["cases"][0]["tail"]["meets_frozen_gate"] is False
+    pipeline.plant_kernel(op, "dropped_stabilisation")   # the same failure at step 1: the run is refused by id
+    early = pipeline.run(op, "check_correctness.py", "--op-dir", op, ok=(1,))["early"]
+    assert early["baseline"] == "v000" and early["limits"] == [], early
+    assert [(f["check"], f["category"]) for f in early["findings"]] == [("P9.tail_inputs", "runtime_failure")], early

@@ -75,3 +75,15 @@ def test_tails_the_spec_does_not_declare_are_a_limit_at_step_1_too(prefix, tmp_p
     assert man.raw["support_range"].pop("tail_sigmas") == 30.0
     judged = early.judge(op, man, run["cases"], run["early"]["seed"])
     assert judged["findings"] == [] and len(judged["limits"]) == 1 and "declares no tails" in judged["limits"][0]
+
+
+def test_a_float16_row_sum_under_a_loosened_gate_is_refused_at_step_1(tmp_path):
+    """precision_downcast.yaml's plants (SPEC and test loosened to 1e-2 before Stage 4) with the plain kernel:
+    the gate accepts its output, the traced reductions break accum-fp32 (the corpus times its after_step1 variant)."""
+    import yaml
+    plants = yaml.safe_load((pipeline.HERE / "precision_downcast.yaml").read_text())["cheat"]["plants"]
+    op = pipeline.small_softmax(tmp_path)
+    pipeline.prepared(op, plants)
+    pipeline.plant_kernel(op, "precision_downcast")
+    record = pipeline.run(op, "check_correctness.py", "--op-dir", op, ok=(1,))
+    assert [(f["check"], f["category"]) for f in record["early"]["findings"]] == [("P9.kb_obligation", "cheating")]

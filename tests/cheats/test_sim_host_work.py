@@ -23,7 +23,7 @@ from conftest import assert_one_line_error, run_script
 
 HERE = Path(__file__).resolve().parent
 CASE = "r64_c256_bf16"
-FUNCTIONS = re.compile(r"^def rms_kernel\(.*?(?=^def _assert_precision\()", re.M | re.S)
+FUNCTIONS = re.compile(r"^def rms_kernel\(.*?^def rms_wrapper\(.*?(?=^def )", re.M | re.S)   # the two, not the helpers after
 KB = {"schema_version": 1, "classes": [{"class_id": "rms", "reason": "elementwise skeleton", "optional_patterns": [],
       "required_constraints": [{"req_id": "out-by-kernel", "kind": "obligation", "reference": "SPEC.md#1-semantics",
                                 "text": "the kernel writes every output element", "expected_metric": "no host work"}]}]}
@@ -40,7 +40,7 @@ def planted(tmp_path: Path, kernel: str) -> Path:
     test = op / "test_rms.py"
     source = test.read_text()
     assert FUNCTIONS.search(source), "the scaffold's rms_kernel/rms_wrapper moved"
-    test.write_text(FUNCTIONS.sub(lambda _m: code, source, count=1))
+    test.write_text(FUNCTIONS.sub(lambda _m: code.rstrip("\n") + "\n\n\n", source, count=1))
     return op
 
 

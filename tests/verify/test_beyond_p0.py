@@ -56,3 +56,17 @@ def test_declared_tails_the_baseline_meets_are_cheating_and_shared_ones_a_limit(
     assert [(p[0], p[1]) for p in problems] == [("P9.tail_inputs", "cheating")] and asked == ["c"]
     problems, note, _ = _judged(tmp_path, declared=True, baseline_tail_meets=False)
     assert problems == [] and len(note["limits"]) == 1
+
+
+def test_a_probe_that_cannot_run_is_a_limit_only_when_the_baseline_s_cannot_either(tmp_path):
+    """The delivered code's beyond-P0 probe died (e.g. its process ended on the tail inputs): when the
+    baseline's dies too it is Stage 4's limit, disclosed; when the baseline's runs it fails closed."""
+    from types import SimpleNamespace
+    died = {"problem": "probe runner exited 70: no stderr"}
+    for baseline_result, want in ((died, []), ({"tail": {"meets_frozen_gate": True}, "shapes": []},
+                                               [("P9.tail_inputs", "runtime_failure")])):
+        note = {"tail_sigmas": 30.0, "tails_declared": True, "cases": [], "limits": []}
+        problems = beyond_p0.judge(tmp_path, [(SimpleNamespace(id="c"), [], dict(died))],
+                                   lambda case, shapes, r=baseline_result: dict(r), note)
+        assert [(p[0], p[1]) for p in problems] == want
+        assert len(note["limits"]) == (0 if want else 1) and note["cases"][0]["problem"] == died["problem"]

@@ -1,7 +1,10 @@
 """Parent side of :mod:`perftune.measure.probe_runner`: run one probe process, return its JSON.
 
 A probe that cannot run (the runner crashed, timed out or wrote nothing) returns
-``{"problem": "<one line>"}``: missing evidence is recorded as missing, never as a pass.
+``{"problem": "<one line>"}``: missing evidence is recorded as missing, never as a pass. A correctness
+probe with the beyond-P0 step whose process did not survive runs again without that step: the P0 probe
+is kept and ``beyond`` records the problem (a kernel that ends its process on the tail inputs does not
+lose its P0 evidence; ``verify/beyond_p0.judge`` decides what the unrun step means).
 """
 
 from __future__ import annotations
@@ -46,7 +49,14 @@ def run(op_dir: Path, runner: Path, manifest_path: Path, case_id: str, op_name: 
             printed.append(proc.stdout + proc.stderr)
         if proc.returncode != 0 or not output.is_file():
             tail = (proc.stderr.strip().splitlines() or ["no stderr"])[-1]
-            return {"problem": f"probe runner exited {proc.returncode}: {tail}"}
+            problem = f"probe runner exited {proc.returncode}: {tail}"
+            if beyond_seed is None:
+                return {"problem": problem}
+            if printed is not None:   # the test's own output comes from the run below
+                printed.pop()
+            again = run(op_dir, runner, manifest_path, case_id, op_name, device_id=device_id, timeout_s=timeout_s,
+                        printed=printed)
+            return again if again.get("problem") else {**again, "beyond": {"problem": problem}}
         try:
             return fsio.read_json(output, what="probe result")
         except PerftuneError as exc:

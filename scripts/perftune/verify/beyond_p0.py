@@ -166,9 +166,14 @@ def judge(op_dir: Path, rows: list[tuple], baseline, note: dict[str, Any]) -> li
         note["cases"].append({"case": case.id, "shapes": [s for s, _ in shapes], **{k: result.get(k) for k in (
             "problem", "called") if result.get(k)}, "tail": _short(result.get("tail")),
             "shape_results": [_short(e) for e in result.get("shapes", [])], "reductions": result.get("reductions")})
-        if result.get("problem"):
-            problems.append(("P9.tail_inputs", "runtime_failure", f"case {case.id}: the beyond-P0 probe could not "
-                             f"run: {result['problem']}", "the probe runs", result["problem"]))
+        if result.get("problem"):   # shared with the baseline: Stage 4's limit; the delivered code's alone: fail closed
+            if baseline(case, shapes).get("problem"):
+                note["limits"].append(f"case {case.id}: the beyond-P0 probe could not run on the delivered code "
+                                      f"({result['problem']}) nor on the baseline: Stage 4's limit, disclosed; "
+                                      "nothing beyond the P0 inputs is checked for this case")
+            else:
+                problems.append(("P9.tail_inputs", "runtime_failure", f"case {case.id}: the beyond-P0 probe could "
+                                 f"not run: {result['problem']}", "the probe runs", result["problem"]))
             continue
         failed, narrow = _failures(result), (_narrow(result) if observable else [])
         if "tail" in failed and not declared:   # outside the declared distribution: a limit, never cheating

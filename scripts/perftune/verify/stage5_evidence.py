@@ -138,7 +138,7 @@ def report_rendering_problems(op_dir: Path) -> list[tuple]:
     if actual == expected:
         return []
     line = next((i for i, (a, b) in enumerate(zip(actual, expected)) if a != b), min(len(actual), len(expected)))
-    shown = lambda rows: rows[line][:100] if line < len(rows) else "(end of section)"   # noqa: E731
+    shown = lambda rows: (rows[line][:100] or "(blank line)") if line < len(rows) else "(end of section)"  # noqa: E731
     return [("performance_evidence_invalid", f"{protocol.PERFORMANCE_REPORT_MD} is not the rendering of the evidence "
              f"from line {line + 1} (edited by hand, or rendered before the evidence changed: re-run perf_report.py)",
              "P1.report_rendering", shown(expected), shown(actual))]

@@ -8,9 +8,9 @@ def rms_kernel(x, gamma, out):
     """One simulated launch on every row; allocation, views and a copy around it."""
     rows = x.contiguous().reshape(x.shape[0], x.shape[1])
     scratch = torch.empty_like(out)
-    key = tuple((tuple(t.shape), str(t.dtype).removeprefix("torch.")) for t in (rows, gamma))
+    key = (_key((rows, gamma)), _key((scratch,)))   # the scaffold's (shape, dtype) pairs
     if key not in _KERNELS:
-        _KERNELS[key] = _build([k[0] for k in key], [k[1] for k in key])
+        _KERNELS[key] = _build(*key)
     _KERNELS[key](rows, gamma, scratch)
     out.copy_(scratch)
 
