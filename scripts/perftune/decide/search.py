@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -69,6 +70,8 @@ def _literal(text: str, source: str, where: str) -> Any:
         raise ContractError(source, where, f"{text.strip()!r} is not a Python literal", "quote strings: 'a'") from None
     if not isinstance(value, (int, float, str, bool)):
         raise ContractError(source, where, f"{value!r} is not an int, float, str or bool", "use plain values")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ContractError(source, where, f"{text.strip()} is not a finite number", "use finite values")
     return value
 
 
