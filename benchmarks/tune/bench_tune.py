@@ -175,7 +175,7 @@ def part_sim(tmp: Path, budget: int | None) -> dict:
             "raw_launches": len(raw), "cores": cores, "wall_per_raw_over_cores": round(wall / (raw_s / cores), 2),
             "target": TARGET_RATIO, "meets_target": wall <= TARGET_RATIO * raw_s / cores,
             "delivered_best": {"trial": delivered, "values": (out.get("best") or {}).get("values")},
-            "exact_best_trials": best, "delivered_is_exact_best": delivered in best, "metric": metric,
+            "exact_best_trials": best, "delivered_is_exact_best": delivered in best if best else delivered is None, "metric": metric,
             "exact_scores": {str(t): round(s, 6) for t, s in scores.items()},
             "screen_cycles_equal_raw": same, "base_us": base, "raw_launch_rows": raw,
             "point_rows": [{k: p.get(k) for k in ("trial", "values", "status", "objective", "failure")} for p in points],
