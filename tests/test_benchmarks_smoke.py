@@ -112,3 +112,17 @@ def test_smoke_results_are_complete(smoke):
     assert decisions["pyperf_cli_check"]["agree"] == decisions["pyperf_cli_check"]["total"] == 3
     cpu = json.loads((out / "cpu_backend.json").read_text())
     assert [k["case"] for k in cpu["kernels"]] == ["t10us"] and len(cpu["kernels"][0]["cpu_runner_samples_us"]) == 5
+
+
+def test_tune_benchmark_ranks_points_by_exact_cycles_ties_kept_failed_left_out():
+    """bench_tune's independent best (issue 39): base ÷ point per case, the frozen suite metric; the
+    full benchmark simulates for minutes, so only its ranking is tested here."""
+    sys.path.insert(0, str(BENCH / "tune"))
+    import bench_tune
+    base = {"a": 12.0, "b": 8.0}
+    raw = [{"trial": t, "case": c, "duration_us": us} for t, c, us in (
+        (0, "a", 6.0), (0, "b", 8.0), (1, "a", 12.0), (1, "b", 4.0), (2, "a", 3.0), (2, "b", None))]
+    best, scores = bench_tune.exact_best(raw, base, "mean_case_speedup")
+    assert best == [0, 1] and scores == {0: 1.5, 1: 1.5}      # (2 + 1) / 2 and (1 + 2) / 2; t_2 failed a launch
+    best, scores = bench_tune.exact_best(raw[:2] + [dict(raw[2], duration_us=4.0), raw[3]], base, "geomean_speedup")
+    assert best == [1] and scores[1] == pytest.approx(6 ** 0.5) and scores[0] == pytest.approx(2 ** 0.5)

@@ -6,7 +6,7 @@ import shutil
 import pytest
 
 from conftest import EXAMPLE, assert_one_line_error, freeze_example, run_script
-from perftune.decide import next_step
+from perftune.decide import next_step, tune
 from perftune.demo import skill
 from perftune.verify import search_check
 from perftune.verify.checks import findings
@@ -168,3 +168,8 @@ def test_a_plan_experiment_may_carry_a_search_instead_of_a_variant_file():
     base["variants"][0]["search"] = "TILE_BYTES=1,2"
     with pytest.raises(ContractError, match="search"):
         plan.parse_plan(base)
+
+
+@pytest.mark.parametrize("workers,points,jobs", [(2, 4, 1), (2, 2, 1), (2, 1, 2), (4, 3, 1), (8, 3, 2), (3, 0, 3)])
+def test_a_batch_that_does_not_fill_the_cores_shares_the_rest_among_its_points(workers, points, jobs):
+    assert tune.point_jobs(workers, points) == jobs

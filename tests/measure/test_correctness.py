@@ -92,6 +92,24 @@ def test_a_failing_case_exits_1_with_its_numbers_and_the_device_rule_holds(op_di
     assert all("DEVICE 0 None" in c["output_tail"] for c in cases.values())
 
 
+def test_a_search_points_run_stops_at_its_first_failed_test_and_records_what_did_not_run(op_dir):
+    """``stop_at_first_failure`` (tune_point only): the first P0 case fails, no other test runs, the record
+    names them and is never all_passed; without it (check_correctness.py) the same code runs every test."""
+    frozen = freeze_example(op_dir)
+    first, *rest = [c["id"] for c in frozen["cases"]]
+    test = op_dir / "test_softmax.py"
+    test.write_text(test.read_text().replace('    shape, dtype = CASES[case_id]\n', '    shape, dtype = CASES[case_id]\n'
+                                             f'    if case_id == "{first}":\n        TOLERANCE[dtype] = (0.0, 0.0)\n', 1))
+    _, stopped = correctness.run_all(op_dir, at="2026-01-01T00:00:00Z", stop_at_first_failure=True)
+    schemas.validate(stopped, "correctness")
+    assert [c["id"] for c in stopped["cases"]] == [first] and stopped["cases"][0]["passed"] is False
+    assert stopped["stopped"] == {"failed": first, "not_run": rest} and stopped["all_passed"] is False
+    assert correctness.missing_tests(op_dir, stopped)   # P5 would see the tests it did not run
+    _, full = correctness.run_all(op_dir, at="2026-01-01T00:00:01Z")
+    assert [c["id"] for c in full["cases"]] == [first, *rest] and "stopped" not in full
+    assert [c["id"] for c in full["cases"] if not c["passed"]] == [first]
+
+
 def test_a_missing_test_file_is_a_one_line_contract_error(op_dir):
     before = tree_digest(op_dir)
     assert_one_line_error(run_script("check_correctness.py", "--op-dir", op_dir, "--test-file", "test_nope.py"),

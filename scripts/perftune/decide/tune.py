@@ -3,8 +3,9 @@
 The sampler is Optuna's (``GridSampler`` or ``TPESampler``, seeded from the frozen block) on a
 study whose storage is SQLite in the search folder by default, or a database URL several hosts
 share (``--storage``). Points are asked in batches of the frozen ``batch``, measured side by side
-(:mod:`tune_point`) and told in trial order, so the sequence of points depends only on the seed,
-the batch and the told objectives: :func:`replay` recomputes it (the verifier's P7.search). The
+(:mod:`tune_point`, each with :func:`point_jobs` processes of its own: 1 when the batch fills the
+cores, else its share of them) and told in trial order, so the sequence of points depends only on
+the seed, the batch and the told objectives: :func:`replay` recomputes it (the verifier's P7.search). The
 engine runs the batch: ``local`` (a process pool over the cores, no server) or ``dask`` (Dask
 distributed: a ``LocalCluster`` by default, or the scheduler at ``--scheduler``, whose workers may
 sit on other hosts sharing the operator folder). A point the sampler repeats is recorded as a repeat
@@ -108,6 +109,12 @@ def _runner(engine: str, workers: int, scheduler: str | None) -> tuple[Callable,
     return (lambda jobs: client.gather(client.map(_call, jobs, pure=False))), close
 
 
+def point_jobs(workers: int, points: int) -> int:
+    """Processes side by side within one point (its ``PERFTUNE_JOBS``) when ``points`` points of a batch
+    share ``workers`` cores: 1 when the points fill the cores, else each point's share of the rest."""
+    return max(1, workers // max(1, points))
+
+
 def _call(job: tuple) -> dict[str, Any]:
     return tune_point.evaluate(*job)
 
@@ -174,6 +181,7 @@ def _loop(root, item_id, block, study, mapper, record, progress) -> None:
             if _key(t.params) not in keys:
                 keys.add(_key(t.params))
                 jobs.append((str(root), item_id, block, t.number, dict(t.params)))
+        jobs = [(*job, point_jobs(record["workers"], len(jobs))) for job in jobs]
         measured = {p["trial"]: p for p in mapper(jobs)} if jobs else {}
         for trial in trials:
             point = measured.get(trial.number)

@@ -2,7 +2,9 @@
 
 The point's code is the base version's file with the point's values (:func:`search.apply`); in a
 scratch copy of the operator folder (the search records and quick screens left out) it runs the
-frozen correctness gate (``correctness.run_all``), then, when every test passed, a quick screen
+frozen correctness gate (``correctness.run_all``, stopped at the first test when that test fails: the
+point is out of the ranking either way; the record's ``stopped`` lists the tests not run), then, when
+every test passed, a quick screen
 paired with the base version (``collect.run_quick``: pypto-sim exact cycles with each question once,
 cpu the paired quick protocol) and its quick compare against the base round (the frozen promotion
 rule). The objective is that compare's ``promotion.score`` (higher is better). Whatever happens,
@@ -34,10 +36,12 @@ def point_dir(op_dir: str | Path, item_id: str, trial: int) -> Path:
     return Path(op_dir) / search.SEARCH_DIR / item_id / "points" / f"t_{trial:03d}"
 
 
-def evaluate(op_dir: str, item_id: str, block: dict[str, Any], trial: int, values: dict[str, Any]) -> dict[str, Any]:
+def evaluate(op_dir: str, item_id: str, block: dict[str, Any], trial: int, values: dict[str, Any],
+             jobs: int = 1) -> dict[str, Any]:
     """Measure one point and archive it; returns the point (``status``: measured, correctness_failed,
-    screen_failed or failed with the one-line reason)."""
-    os.environ["PERFTUNE_JOBS"] = "1"      # the points are the parallel unit: one case process at a time each
+    screen_failed or failed with the one-line reason). ``jobs``: the point's processes side by side (its
+    probes, tests and screen cases; ``PERFTUNE_JOBS``): 1 when the batch's points fill the cores."""
+    os.environ["PERFTUNE_JOBS"] = str(max(1, int(jobs)))
     root = Path(op_dir).resolve()
     out = point_dir(root, item_id, trial)
     out.mkdir(parents=True, exist_ok=False)
@@ -71,12 +75,13 @@ def _ignore(root: Path):
 
 
 def _measure(work: Path, block: dict[str, Any], point: dict[str, Any], out: Path) -> None:
-    path, record = correctness.run_all(work, at=evidence.utc_now())
+    path, record = correctness.run_all(work, at=evidence.utc_now(), stop_at_first_failure=True)
     fsio.write_json(out / "correctness.json", record, overwrite=False)
     point["correctness"] = {"run_id": record["run_id"], "all_passed": record["all_passed"],
-                            "failed": [c.get("id") for c in record["cases"] if not c.get("passed", True)]}
+                            "failed": [c["id"] for c in record["cases"] if not correctness.case_passed(c)],
+                            **({"not_run": record["stopped"]["not_run"]} if "stopped" in record else {})}
     if not record["all_passed"]:
-        point["status"] = "correctness_failed"
+        point.update(status="correctness_failed", failure=_correctness_failure(record))
         return
     base = work / protocol.PERF_DIR / "versions" / block["base"]["version"]
     screen = collect.run_quick(collect.prepare(work, collect.Overrides()), paired_with=base)
@@ -90,3 +95,17 @@ def _measure(work: Path, block: dict[str, Any], point: dict[str, Any], out: Path
     point.update(status="measured", objective=promo["score"], promote=promo["promote"],
                  cases=[{"case": r["case"], "baseline_us": r["baseline_us"], "quick_us": r["quick_us"],
                          "samples": r["samples"]} for r in compare["per_case"]])
+
+
+def _correctness_failure(record: dict[str, Any]) -> str:
+    """The one line of a failed correctness run: its first failed test and why (its error, probe
+    failure or early finding), and the tests a stopped run did not run."""
+    case = next((c for c in record["cases"] if not correctness.case_passed(c)), None)
+    if case is None:
+        first = ((record.get("early") or {}).get("findings") or [{}])[0]
+        return f"correctness: {first.get('check', 'early')}: {first.get('message', 'an early finding')}"
+    why = correctness.probe_failure(case) or (case.get("probe") or {}).get("test_error") \
+        or (case["output_tail"].strip().splitlines() or ["the test failed"])[-1]
+    stopped = record.get("stopped")
+    rest = f" (stopped: {len(stopped['not_run'])} tests not run)" if stopped else ""
+    return f"correctness: {case['id']}: {why}{rest}"

@@ -24,6 +24,10 @@ its ``passed``, figures and output come from that process (``ran_in: "probe"``),
 simulation of the same call; the other tests run in batches, one process per core the probes leave
 free (``ran_in: "batch"``; one import of pypto per batch), each test's output framed as its own.
 
+A search point (``decide/tune_point.py``, ``stop_at_first_failure``) runs its first test (the first P0
+case and its probe) alone first and, when it fails, no other: ``stopped`` names that test and the ids
+not run, never ``all_passed``; ``check_correctness.py`` never stops.
+
 Decisions: ``run_id`` = ``c<NNN>-<sha8>`` (sequence + first 8 hex of the code hash), reserved by
 an exclusive create; the hash is taken before and after the run and a change refuses the record
 (no evidence from mixed code); a per-case timeout counts as a failure.
@@ -222,18 +226,18 @@ def _in_order(jobs: list, workers: int) -> list:
 
 
 def run_all(op_dir: str | Path, *, at: str, test_file: str | None = None, timeout_s: float = DEFAULT_TIMEOUT_S,
-            judge: Callable | None = None) -> tuple[Path, dict[str, Any]]:
+            judge: Callable | None = None, stop_at_first_failure: bool = False) -> tuple[Path, dict[str, Any]]:
     """Run every test of test_<op>.py and write the correctness record; returns (path, record).
     ``judge(op_dir, manifest, cases, seed)`` (frozen manifest only; ``check_correctness.py`` passes the
     verifier's ``verify/early.judge``) returns the record's ``early`` block: what stage5_check's P9 would
-    find in these probes, which then are run with the beyond-P0 step (``beyond_seed``, drawn now)."""
+    find in these probes, which then are run with the beyond-P0 step (``beyond_seed``, drawn now).
+    ``stop_at_first_failure``: a search point's run (module docstring)."""
     root = Path(op_dir)
     manifest_path = root / protocol.MANIFEST_NAME
     man = manifest.load_manifest(manifest_path) if manifest_path.exists() else None
     path = test_module(root, test_file)
     sha, files = _code_identity(root, man)
     env = {**device_env(man.protocol.device_id if man and man.protocol else 0), "PYTHONDONTWRITEBYTECODE": "1"}
-    workers = side_by_side(man)
     question = _question(root, man, sha) if man and man.protocol and \
         man.protocol.backend in protocol.DETERMINISTIC_BACKENDS else None
     earlier = _answered(root, question) if question else None
@@ -244,16 +248,51 @@ def run_all(op_dir: str | Path, *, at: str, test_file: str | None = None, timeou
                                           "created_at": at, "question": question, "reused_from": earlier["run_id"]})
     planned = planned_tests(root, path, man)
     frozen = man is not None and man.protocol is not None
+    seed = secrets.randbelow(2 ** 31) if judge is not None and frozen else None
+    run = partial(_run_tests, root, path, man, env, timeout_s, question, seed)
+    stopped = None
+    if stop_at_first_failure and len(planned) > 1:
+        cases = run(planned[:1])
+        if not case_passed(cases[0]):
+            stopped = {"failed": cases[0]["id"], "not_run": [case_id for case_id, _, _ in planned[1:]]}
+        else:
+            cases += run(planned[1:])
+    else:
+        cases = run(planned)
+    after, _ = _code_identity(root, man)
+    if after != sha:
+        raise ContractError(root, "executable_sha256", "sources changed while the tests ran",
+                            "do not edit during a correctness run; run it again")
+    early = judge(root, man, cases, seed) if seed is not None and stopped is None else None
+    record = {"schema_version": 1, "executable_sha256": sha, "source_files": files,
+              "test_file": fsio.file_record(path, root), "device_id": int(env[protocol.DEVICE_ENV]),
+              "cases": cases, "all_passed": stopped is None and all(case_passed(c) for c in cases)
+              and not (early or {}).get("findings"),
+              "created_at": at, **({"question": question} if question else {}), **({"early": early} if early else {}),
+              **({"stopped": stopped} if stopped else {})}
+    return _reserve_write(root, sha, record)
+
+
+def case_passed(case: dict[str, Any]) -> bool:
+    return case["passed"] and not probe_failure(case)
+
+
+def _run_tests(root: Path, path: Path, man: manifest.Manifest | None, env: dict[str, str], timeout_s: float,
+               question: str | None, seed: int | None, planned: list[tuple[str, str, bool | None]]) -> list[dict]:
+    """The case records of ``planned`` (a part of :func:`planned_tests`, in its order): the P0 probes
+    and the other tests side by side in one pool."""
+    manifest_path = root / protocol.MANIFEST_NAME
+    frozen = man is not None and man.protocol is not None
     python_op = op_name.python_op(man) if frozen else None
     # deterministic: a P0 test runs once, inside its probe's process (its first step runs the test)
     in_probe = {function for _, function, p0 in planned if p0 is True} if question and python_op else set()
     p0_ids = [case_id for case_id, _, p0 in planned if p0 is True] if frozen else []
     printed: dict[str, list[str]] = {case_id: [] for case_id in p0_ids}
-    seed = secrets.randbelow(2 ** 31) if judge is not None and frozen else None
     probe_jobs = [partial(probes.run, root, path, manifest_path, case_id, python_op, device_id=man.protocol.device_id,
                           timeout_s=timeout_s, printed=printed[case_id], beyond_seed=seed)
                   for case_id in p0_ids] if python_op else []
     own = [function for _, function, _ in planned if function not in in_probe]
+    workers = side_by_side(man)
     test_jobs = _test_jobs(root, path.stem, own, env, timeout_s,
                            batches=max(1, workers - len(probe_jobs)) if question else 0)
     done = _in_order([*probe_jobs, *test_jobs], workers)   # one pool: probes and tests side by side
@@ -268,17 +307,7 @@ def run_all(op_dir: str | Path, *, at: str, test_file: str | None = None, timeou
             case["probe"] = probe
             if case["test_function"] in in_probe:
                 case.update(_from_probe(probe, "".join(printed[case["id"]])))
-    after, _ = _code_identity(root, man)
-    if after != sha:
-        raise ContractError(root, "executable_sha256", "sources changed while the tests ran",
-                            "do not edit during a correctness run; run it again")
-    early = judge(root, man, cases, seed) if seed is not None else None
-    record = {"schema_version": 1, "executable_sha256": sha, "source_files": files,
-              "test_file": fsio.file_record(path, root), "device_id": int(env[protocol.DEVICE_ENV]),
-              "cases": cases, "all_passed": all(c["passed"] and not probe_failure(c) for c in cases)
-              and not (early or {}).get("findings"),
-              "created_at": at, **({"question": question} if question else {}), **({"early": early} if early else {})}
-    return _reserve_write(root, sha, record)
+    return cases
 
 
 DEVICE_NODES = Path("/dev")   # where the Ascend driver exposes a card (davinci0, davinci1, ...)
