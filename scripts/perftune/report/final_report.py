@@ -14,7 +14,7 @@ from ..decide import candidates, compare, ledger, search
 from ..measure import evidence
 from .. import fsio
 from ..contract import manifest, protocol, schemas
-from . import final_md, final_plots, formal, search_plots
+from . import final_md, formal
 
 TERMINAL_NAME = "terminal_evidence.json"
 
@@ -71,6 +71,7 @@ def _figures(root: Path, task: str, selection: dict | None, terminal: dict | Non
     if selection and selection.get("candidates"):
         rows, path = selection["candidates"], figures / "candidate_scores.png"
         if draw:
+            from . import final_plots  # matplotlib is loaded only when drawing
             final_plots.candidate_scores(
                 [r["version_id"] for r in rows], [r.get("score") for r in rows], [r.get("ci") for r in rows],
                 [bool(r.get("in_tie_set")) for r in rows], selection.get("chosen"), selection["rule"]["delta"],
@@ -88,6 +89,7 @@ def _figures(root: Path, task: str, selection: dict | None, terminal: dict | Non
             ai.append(roof["arithmetic_intensity_ops_per_byte"])
             rate.append(ops / roof["measured_us"] / 1e3 if roof.get("measured_us") else None)
             peaks.append((ops / roof["compute_floor_us"] / 1e3, roof["necessary_bytes"] / roof["memory_floor_us"] / 1e3))
+        from . import final_plots
         path = final_plots.roofline(names, ai, rate, peaks[0][0], peaks[0][1], figures / "roofline.png",
                                     f"{task}: roofline of the final version per P0 case",
                                     sources=roof_sources(terminal["cases"][0]["roofline_terminal"].get("platform")))
@@ -105,6 +107,7 @@ def _searches(root: Path, task: str, figures: dict[str, str], draw: bool) -> tup
         params = rec["search"]["parameters"]
         png = root / protocol.FIGURES_DIR / f"search_{rec['item_id']}.png"
         if draw:
+            from . import search_plots
             search_plots.space([p["name"] for p in params], [p["values"] for p in params], rec["points"],
                                (rec.get("best") or {}).get("trial"), png, f"{task}: search of {rec['item_id']}")
         figures[f"Search space of {rec['item_id']}"] = fsio.display_path(png, root)
