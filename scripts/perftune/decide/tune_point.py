@@ -2,7 +2,9 @@
 
 The point's code is the base version's file with the point's values (:func:`search.apply`); in a
 scratch copy of the operator folder (the search records and quick screens left out) it runs the
-frozen correctness gate (``correctness.run_all``, stopped at the first test when that test fails: the
+frozen correctness gate (a point whose code is the base's, same sha256, is the base itself: its
+correctness record is the base's own recorded run, ``correctness.base_code``, not run again; else
+``correctness.run_all``, stopped at the first test when that test fails: the
 point is out of the ranking either way; the record's ``stopped`` lists the tests not run) and, once its
 first test passed, beside the other tests on pypto-sim (exact cycles: the screen takes the cores the
 gate leaves idle; ranked only when every test passed, archived either way), else after them, a quick screen
@@ -106,20 +108,42 @@ class _Beside:
         return self.result
 
 
-def _measure(work: Path, block: dict[str, Any], point: dict[str, Any], out: Path) -> None:
-    beside = _Beside(work, work / protocol.PERF_DIR / "versions" / block["base"]["version"])
+def _base_run(work: Path, block: dict[str, Any], code_sha256: str) -> dict[str, Any] | None:
+    """The base version's own recorded correctness run (its candidates.json entry) when the point's code
+    is the base's, byte for byte (same executable sha256): the base itself, gated when it was recorded."""
+    if code_sha256 != block["base"]["executable_sha256"]:
+        return None
+    path = work / protocol.PERF_DIR / protocol.CANDIDATES_NAME
+    entry = next(c for c in fsio.read_json(path, what="candidates.json")["candidates"]
+                 if c["version_id"] == block["base"]["version"])
+    record = correctness.load_record(work, entry["correctness"]["run_id"])
+    return record if record["executable_sha256"] == code_sha256 and record["all_passed"] else None
+
+
+def _gate(work: Path, block: dict[str, Any], point: dict[str, Any], beside: "_Beside") -> dict[str, Any]:
+    """The point's correctness record: the base's own run for the base's code, else the frozen gate
+    (on pypto-sim the screen starts beside the tests once the first passed)."""
+    base = _base_run(work, block, point["code_sha256"])
+    if base is not None:
+        return {**base, "base_code": block["base"]["version"]}
+    exact = manifest.load_manifest(work / protocol.MANIFEST_NAME).protocol.backend in \
+        protocol.DETERMINISTIC_BACKENDS   # exact cycles: no timing shares a core with the tests' noise
     try:
-        exact = manifest.load_manifest(work / protocol.MANIFEST_NAME).protocol.backend in \
-            protocol.DETERMINISTIC_BACKENDS   # exact cycles: no timing shares a core with the tests' noise
-        path, record = correctness.run_all(work, at=evidence.utc_now(), stop_at_first_failure=True,
-                                           on_first_pass=beside.start if exact else lambda: None)
+        return correctness.run_all(work, at=evidence.utc_now(), stop_at_first_failure=True,
+                                   on_first_pass=beside.start if exact else lambda: None)[1]
     finally:
         if beside.thread is not None:
             beside.thread.join()
+
+
+def _measure(work: Path, block: dict[str, Any], point: dict[str, Any], out: Path) -> None:
+    beside = _Beside(work, work / protocol.PERF_DIR / "versions" / block["base"]["version"])
+    record = _gate(work, block, point, beside)
     fsio.write_json(out / "correctness.json", record, overwrite=False)
     point["correctness"] = {"run_id": record["run_id"], "all_passed": record["all_passed"],
                             "failed": [c["id"] for c in record["cases"] if not correctness.case_passed(c)],
-                            **({"not_run": record["stopped"]["not_run"]} if "stopped" in record else {})}
+                            **({"not_run": record["stopped"]["not_run"]} if "stopped" in record else {}),
+                            **({"base_code": record["base_code"]} if "base_code" in record else {})}
     if not record["all_passed"]:
         if beside.result is not None:   # the screen ran beside a later test that failed: archived, never ranked
             fsio.write_json(out / protocol.QUICK_NAME, {k: v for k, v in beside.result.items() if k != "path"},
