@@ -100,7 +100,7 @@ class _Beside:
             self.error = exc
 
     def screen(self) -> dict[str, Any]:
-        if self.thread is None:   # the run had one test, or no process (a reused question): screen now
+        if self.thread is None:   # one test, no process (a reused question) or the base's code: screen now
             self.start()
         self.thread.join()
         if self.error is not None:
@@ -114,10 +114,13 @@ def _base_run(work: Path, block: dict[str, Any], code_sha256: str) -> dict[str, 
     if code_sha256 != block["base"]["executable_sha256"]:
         return None
     path = work / protocol.PERF_DIR / protocol.CANDIDATES_NAME
-    entry = next(c for c in fsio.read_json(path, what="candidates.json")["candidates"]
-                 if c["version_id"] == block["base"]["version"])
-    record = correctness.load_record(work, entry["correctness"]["run_id"])
-    return record if record["executable_sha256"] == code_sha256 and record["all_passed"] else None
+    try:
+        entry = next((c for c in fsio.read_json(path, what="candidates.json")["candidates"]
+                      if c["version_id"] == block["base"]["version"]), None)
+        record = correctness.load_record(work, entry["correctness"]["run_id"]) if entry else None
+    except (PerftuneError, KeyError, TypeError):   # no usable record of the base: the gate runs as for any point
+        return None
+    return record if record and record["executable_sha256"] == code_sha256 and record["all_passed"] else None
 
 
 def _gate(work: Path, block: dict[str, Any], point: dict[str, Any], beside: "_Beside") -> dict[str, Any]:
