@@ -169,7 +169,8 @@ def part_sim(tmp: Path, budget: int | None) -> dict:
                or _median(screened[(r["trial"], r["case"])]) == r["duration_us"]
                for r in raw if (r["trial"], r["case"]) in screened)
     delivered = (out.get("best") or {}).get("trial")
-    return {"points": len(points), "workers": out["workers"], "engine": out["engine"],
+    return {"points": len(points), "workers": out["workers"], "engine": out["engine"], "slots": out.get("slots"),
+            "slot_use": out.get("slot_use"),
             "statuses": {s: sum(p["status"] == s for p in points) for s in sorted({p["status"] for p in points})},
             "setup_s": round(setup_s, 1), "search_wall_s": round(wall, 1), "serial_raw_s": round(raw_s, 1),
             "raw_launches": len(raw), "cores": cores, "wall_per_raw_over_cores": round(wall / (raw_s / cores), 2),
@@ -285,7 +286,7 @@ def summary(result: dict) -> str:
         s = result["pypto_sim"]
         lines.append(f"pypto-sim search: {s['points']} points {s['statuses']}, wall {s['search_wall_s']} s, serial raw "
                      f"{s['serial_raw_s']} s / {s['cores']} cores -> ratio {s['wall_per_raw_over_cores']} (target <= "
-                     f"{s['target']}); delivered best t_{s['delivered_best']['trial']} exact best "
+                     f"{s['target']}); slot use {s.get('slot_use')}; delivered best t_{s['delivered_best']['trial']} exact best "
                      f"{s['exact_best_trials']}: {s['delivered_is_exact_best']}; load {s['load_before']} -> {s['load_after']}")
     if "cpu_aa" in result:
         a = result["cpu_aa"]

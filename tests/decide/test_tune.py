@@ -65,6 +65,10 @@ def test_every_point_is_measured_once_archived_and_the_best_is_in_place(searched
     slow = next(p for p in out["points"] if p["values"]["EXTRA_PASSES"] == 4)
     # the objective is the paired screen's score vs the base (EXTRA_PASSES=4 is the base's own code)
     assert slow["objective"] < 1.5 < fast["objective"]
+    # the base's own code is the base: its recorded correctness run, not a new one; any other point runs the gate
+    candidates = json.loads((op / "docs/perf/candidates.json").read_text())["candidates"]
+    assert slow["correctness"]["base_code"] == "v000" and "base_code" not in fast["correctness"]
+    assert slow["correctness"]["run_id"] == candidates[0]["correctness"]["run_id"] != fast["correctness"]["run_id"]
     assert out["best"]["trial"] == fast["trial"] and out["ranking"][0] == fast["trial"]
     assert "EXTRA_PASSES = 0\n" in (op / "test_softmax.py").read_text()
     for p in out["points"]:

@@ -79,3 +79,27 @@ def test_every_recorded_sample_is_pypto_s_own_stat_report(example_run):
                 assert sample == round(_cycles(report) / 1800, 6), (measurement, arm, number)
                 checked += 1
     assert checked >= 4 * len(EXPECTED[name][1])
+
+
+def test_the_matmul_search_simulates_no_baseline_arm_and_its_points_share_the_cores(example_run):
+    """pypto_matmul's plan searches M_TILE (item general-13): every point archived, the best is 64; no
+    point simulates the baseline arm (each screen cites the base's own round, archived once), and the
+    points of the batch shared the search's slots (the local engine's scheduler)."""
+    name, _proc, summary, op = example_run
+    if not HAVE_PYPTO or name != "pypto_matmul":
+        return
+    folder = op / "docs" / "perf" / "search" / "general-13"
+    record = json.loads((folder / "search.json").read_text())
+    assert sorted(p["values"]["M_TILE"] for p in record["points"]) == [32, 64]
+    assert record["best"]["values"] == {"M_TILE": 64} and {p["status"] for p in record["points"]} == {"measured"}
+    base_round, cases = record["search"]["base"]["round"], [c["case"] for c in summary["cases"]]
+    for point in record["points"]:
+        screen = json.loads((folder / "points" / f"t_{point['trial']:03d}" / "quick_performance.json").read_text())
+        base_rows = [r for r in screen["reused"] if r["arm"] == "baseline"]
+        assert {r["case"] for r in base_rows} >= set(cases) and len(base_rows) == 2 * len(screen["cases"])
+        assert all(r["source"].startswith(f"docs/perf/{base_round}/") for r in base_rows)
+    assert record["engine"] == "local" and record["slots"] == record["workers"]
+    assert record["slot_use"]["launches"] > 0 and 0 < record["slot_use"]["utilisation"] <= 1
+    report = (op / "PERFORMANCE_REPORT.md").read_text()
+    assert "### Search of general-13 (`docs/perf/search/general-13/search.json`)" in report
+    assert report.count("| t_00") == 2

@@ -98,9 +98,13 @@ def test_a_search_points_run_stops_at_its_first_failed_test_and_records_what_did
     frozen = freeze_example(op_dir)
     first, *rest = [c["id"] for c in frozen["cases"]]
     test = op_dir / "test_softmax.py"
-    test.write_text(test.read_text().replace('    shape, dtype = CASES[case_id]\n', '    shape, dtype = CASES[case_id]\n'
-                                             f'    if case_id == "{first}":\n        TOLERANCE[dtype] = (0.0, 0.0)\n', 1))
-    _, stopped = correctness.run_all(op_dir, at="2026-01-01T00:00:00Z", stop_at_first_failure=True)
+    original = test.read_text()
+    test.write_text(original.replace('    shape, dtype = CASES[case_id]\n', '    shape, dtype = CASES[case_id]\n'
+                                     f'    if case_id == "{first}":\n        TOLERANCE[dtype] = (0.0, 0.0)\n', 1))
+    started = []   # on_first_pass: a search point's screen starts there (tune_point), only after a passed first test
+    _, stopped = correctness.run_all(op_dir, at="2026-01-01T00:00:00Z", stop_at_first_failure=True,
+                                     on_first_pass=lambda: started.append("screen"))
+    assert started == []
     schemas.validate(stopped, "correctness")
     assert [c["id"] for c in stopped["cases"]] == [first] and stopped["cases"][0]["passed"] is False
     assert stopped["stopped"] == {"failed": first, "not_run": rest} and stopped["all_passed"] is False
@@ -108,6 +112,10 @@ def test_a_search_points_run_stops_at_its_first_failed_test_and_records_what_did
     _, full = correctness.run_all(op_dir, at="2026-01-01T00:00:01Z")
     assert [c["id"] for c in full["cases"]] == [first, *rest] and "stopped" not in full
     assert [c["id"] for c in full["cases"] if not c["passed"]] == [first]
+    test.write_text(original)
+    _, passed = correctness.run_all(op_dir, at="2026-01-01T00:00:02Z", stop_at_first_failure=True,
+                                    on_first_pass=lambda: started.append("screen"))
+    assert started == ["screen"] and passed["all_passed"] and [c["id"] for c in passed["cases"]] == [first, *rest]
 
 
 def test_a_missing_test_file_is_a_one_line_contract_error(op_dir):

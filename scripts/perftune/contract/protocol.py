@@ -44,6 +44,7 @@ TIMING_SCOPES = {"msprof": "pypto_target_kernel", "cpu": "cpu_kernel_call", "pyp
 # so the frozen decision needs DETERMINISTIC_MIN_REPEATS samples (zero spread is exact, not noise).
 DETERMINISTIC_BACKENDS = ("pypto-sim",)
 JOBS_ENV = "PERFTUNE_JOBS"   # processes side by side on a deterministic backend (rounds, P10, tests); else the cores
+SLOTS_ENV = "PERFTUNE_SLOTS"   # a search's shared slot files: each started process holds one (measure/slots.py)
 DETERMINISTIC_MIN_REPEATS = 2
 
 DECISION_METHODS = ("bootstrap", "relative_band")

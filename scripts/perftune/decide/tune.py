@@ -3,13 +3,15 @@
 The sampler is Optuna's (``GridSampler`` or ``TPESampler``, seeded from the frozen block) on a
 study whose storage is SQLite in the search folder by default, or a database URL several hosts
 share (``--storage``). Points are asked in batches of the frozen ``batch``, measured side by side
-(:mod:`tune_point`, each with :func:`point_jobs` processes of its own: 1 when the batch fills the
-cores, else its share of them) and told in trial order, so the sequence of points depends only on
-the seed, the batch and the told objectives: :func:`replay` recomputes it (the verifier's P7.search). The
-engine runs the batch: ``local`` (a process pool over the cores, no server) or ``dask`` (Dask
+(:mod:`tune_point`) and told in trial order, so the sequence of points depends only on the seed, the
+batch and the told objectives: :func:`replay` recomputes it (the verifier's P7.search). The engine
+runs the batch: ``local`` (no server: every point of the batch at once, one process each, every
+process a point starts holding one of ``workers`` shared slots, :mod:`measure.slots`: a core a
+finished point frees goes to the next point's or a running point's remaining launches, none idles on
+the batch barrier while a launch is left; ``slot_use`` records how full they were) or ``dask`` (Dask
 distributed: a ``LocalCluster`` by default, or the scheduler at ``--scheduler``, whose workers may
-sit on other hosts sharing the operator folder). A point the sampler repeats is recorded as a repeat
-of the earlier trial with its objective, never measured again. At the end the record names the
+sit on other hosts sharing the operator folder; each point :func:`point_jobs` processes). A point the
+sampler repeats is recorded as a repeat of the earlier trial with its objective, never measured again. At the end the record names the
 ranking and the finalists (:func:`search.finalists`) and the best point's code is put in place for
 the normal promotion path (correctness, quick, paired formal round, acceptance, confirm).
 """
@@ -17,6 +19,8 @@ the normal promotion path (correctness, quick, paired formal round, acceptance, 
 from __future__ import annotations
 
 import os
+import tempfile
+import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any, Callable
@@ -25,7 +29,7 @@ from . import ledger as ledger_mod, search, tune_point
 from .. import fsio
 from ..contract import protocol
 from ..errors import ContractError, EnvError
-from ..measure import evidence
+from ..measure import evidence, slots
 
 ENGINES = ("local", "dask")
 SCHEMA_VERSION = 1
@@ -88,11 +92,14 @@ def _storage(op_dir: Path, item_id: str, url: str | None) -> str:
     return url or f"sqlite:///{(op_dir / search.SEARCH_DIR / item_id / 'study.db').resolve()}"
 
 
-def _runner(engine: str, workers: int, scheduler: str | None) -> tuple[Callable, Callable]:
-    """(map of a batch of argument tuples to points, close)."""
+def _runner(engine: str, workers: int, scheduler: str | None, slot_dir: str | None) -> tuple[Callable, Callable]:
+    """(map of a batch of argument tuples to points, close). ``local``: every point of the batch at once,
+    one process each, their launches sharing the ``workers`` slots of ``slot_dir`` (:mod:`measure.slots`)."""
     if engine == "local":
-        pool = ProcessPoolExecutor(max_workers=workers)
-        return (lambda jobs: list(pool.map(_call, jobs))), pool.shutdown
+        def run_all(jobs: list[tuple]) -> list[dict[str, Any]]:
+            with ProcessPoolExecutor(max_workers=len(jobs)) as pool:   # one process per point
+                return list(pool.map(_call, [(*job, slot_dir) for job in jobs]))
+        return run_all, lambda: None
     try:
         from dask.distributed import Client, LocalCluster
     except ImportError:
@@ -109,10 +116,11 @@ def _runner(engine: str, workers: int, scheduler: str | None) -> tuple[Callable,
     return (lambda jobs: client.gather(client.map(_call, jobs, pure=False))), close
 
 
-def point_jobs(workers: int, points: int) -> int:
+def point_jobs(workers: int, points: int, shared_slots: bool = False) -> int:
     """Processes side by side within one point (its ``PERFTUNE_JOBS``) when ``points`` points of a batch
-    share ``workers`` cores: 1 when the points fill the cores, else each point's share of the rest."""
-    return max(1, workers // max(1, points))
+    share ``workers`` cores: with shared slots (local engine) every core, the slots hand them out; else
+    1 when the points fill the cores, else each point's share of the rest."""
+    return max(1, workers if shared_slots else workers // max(1, points))
 
 
 def _call(job: tuple) -> dict[str, Any]:
@@ -148,11 +156,7 @@ def run(op_dir: str | Path, item_id: str, *, engine: str = "local", workers: int
               "workers": workers, "storage": url if storage else "sqlite:study.db", "study": study.study_name,
               "started_at": evidence.utc_now(), "status": "in_progress", "points": []}
     fsio.write_json(path, record, overwrite=False)
-    mapper, close = _runner(engine, workers, scheduler)
-    try:
-        _loop(root, item_id, block, study, mapper, record, progress)
-    finally:
-        close()
+    _measure_all(root, item_id, block, study, record, engine, scheduler, progress)
     ranked = search.ranked(record["points"])
     record.update(status="complete", completed_at=evidence.utc_now(), ranking=[p["trial"] for p in ranked],
                   finalists=[p["trial"] for p in search.finalists(record["points"], _backend(root))])
@@ -164,6 +168,23 @@ def run(op_dir: str | Path, item_id: str, *, engine: str = "local", workers: int
                           "code_sha256": best["code_sha256"]}
     fsio.write_json(path, record)
     return {**record, "path": path.as_posix()}
+
+
+def _measure_all(root, item_id, block, study, record, engine, scheduler, progress) -> None:
+    """Every point, batch by batch; the local engine's points share one slot per worker (``slots``,
+    their use recorded as ``slot_use``)."""
+    workers = record["workers"]
+    with tempfile.TemporaryDirectory(prefix="perftune_slots_") as scratch:
+        slot_dir = str(slots.make(scratch, workers)) if engine == "local" else None
+        record["slots"] = workers if slot_dir else None
+        mapper, close = _runner(engine, workers, scheduler, slot_dir)
+        began = time.monotonic()
+        try:
+            _loop(root, item_id, block, study, mapper, record, progress)
+        finally:
+            close()
+        if slot_dir:
+            record["slot_use"] = slots.use(slot_dir, workers, time.monotonic() - began)
 
 
 def _backend(root: Path) -> str:
@@ -181,7 +202,7 @@ def _loop(root, item_id, block, study, mapper, record, progress) -> None:
             if _key(t.params) not in keys:
                 keys.add(_key(t.params))
                 jobs.append((str(root), item_id, block, t.number, dict(t.params)))
-        jobs = [(*job, point_jobs(record["workers"], len(jobs))) for job in jobs]
+        jobs = [(*job, point_jobs(record["workers"], len(jobs), bool(record["slots"]))) for job in jobs]
         measured = {p["trial"]: p for p in mapper(jobs)} if jobs else {}
         for trial in trials:
             point = measured.get(trial.number)

@@ -44,7 +44,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from . import evidence, probes, scheduling
+from . import evidence, probes, scheduling, slots
 from .. import fsio
 from ..contract import manifest, op_name, protocol, schemas
 from .backends.base import device_env
@@ -112,8 +112,8 @@ def test_module(op_dir: str | Path, test_file: str | None = None) -> Path:
 def run_case(op_dir: Path, module: str, function: str, env: dict[str, str], timeout_s: float) -> dict[str, Any]:
     """Run one test function in a subprocess; the exit code decides ``passed``."""
     try:
-        proc = subprocess.run([sys.executable, "-c", _RUNNER, module, function], cwd=op_dir, env=env,
-                              capture_output=True, text=True, timeout=timeout_s)
+        proc = slots.run([sys.executable, "-c", _RUNNER, module, function], cwd=op_dir, env=env,
+                         capture_output=True, text=True, timeout=timeout_s)
         code, out = proc.returncode, proc.stdout + proc.stderr
     except subprocess.TimeoutExpired as exc:
         code, out = None, f"{exc.stdout or ''}{exc.stderr or ''}\ntimeout after {timeout_s} s"
@@ -134,9 +134,8 @@ def run_batch(op_dir: Path, module: str, functions: list[str], env: dict[str, st
     a test that raised fails alone. A test the process never finished (a crash, ``os._exit``, the
     timeout) runs again in a process of its own (:func:`run_case`), so its result is its own."""
     try:
-        proc = subprocess.run([sys.executable, "-c", _BATCH_RUNNER, module, *functions], cwd=op_dir, env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                              timeout=timeout_s * len(functions))
+        proc = slots.run([sys.executable, "-c", _BATCH_RUNNER, module, *functions], cwd=op_dir, env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout_s * len(functions))
         out = proc.stdout
     except subprocess.TimeoutExpired as exc:
         out = exc.stdout if isinstance(exc.stdout, str) else (exc.stdout or b"").decode("utf-8", "replace")
@@ -226,12 +225,13 @@ def _in_order(jobs: list, workers: int) -> list:
 
 
 def run_all(op_dir: str | Path, *, at: str, test_file: str | None = None, timeout_s: float = DEFAULT_TIMEOUT_S,
-            judge: Callable | None = None, stop_at_first_failure: bool = False) -> tuple[Path, dict[str, Any]]:
+            judge: Callable | None = None, stop_at_first_failure: bool = False,
+            on_first_pass: Callable[[], None] = lambda: None) -> tuple[Path, dict[str, Any]]:
     """Run every test of test_<op>.py and write the correctness record; returns (path, record).
     ``judge(op_dir, manifest, cases, seed)`` (frozen manifest only; ``check_correctness.py`` passes the
     verifier's ``verify/early.judge``) returns the record's ``early`` block: what stage5_check's P9 would
     find in these probes, which then are run with the beyond-P0 step (``beyond_seed``, drawn now).
-    ``stop_at_first_failure``: a search point's run (module docstring)."""
+    ``stop_at_first_failure``: a search point's run (module docstring; ``on_first_pass()`` once its first passed)."""
     root = Path(op_dir)
     manifest_path = root / protocol.MANIFEST_NAME
     man = manifest.load_manifest(manifest_path) if manifest_path.exists() else None
@@ -256,6 +256,7 @@ def run_all(op_dir: str | Path, *, at: str, test_file: str | None = None, timeou
         if not case_passed(cases[0]):
             stopped = {"failed": cases[0]["id"], "not_run": [case_id for case_id, _, _ in planned[1:]]}
         else:
+            on_first_pass()
             cases += run(planned[1:])
     else:
         cases = run(planned)

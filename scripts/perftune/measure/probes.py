@@ -17,6 +17,7 @@ from typing import Any
 
 from .. import fsio
 from ..errors import PerftuneError
+from . import slots
 from .backends.base import runner_env
 
 DEFAULT_TIMEOUT_S = 600.0
@@ -42,7 +43,7 @@ def run(op_dir: Path, runner: Path, manifest_path: Path, case_id: str, op_name: 
             argv += ["--beyond-seed", str(beyond_seed)]
         env = {**runner_env(device_id), "PYTHONDONTWRITEBYTECODE": "1"}
         try:
-            proc = subprocess.run(argv, cwd=op_dir, env=env, capture_output=True, text=True, timeout=timeout_s)
+            proc = slots.run(argv, cwd=op_dir, env=env, capture_output=True, text=True, timeout=timeout_s)
         except subprocess.TimeoutExpired:
             return {"problem": f"probe timed out after {timeout_s} s"}
         if printed is not None:

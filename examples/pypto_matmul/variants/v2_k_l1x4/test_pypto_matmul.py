@@ -31,7 +31,8 @@ CASES = {
 DTYPE = "float16"
 TOLERANCE = (1e-3, 1e-4)  # (atol, rtol) against the float64 golden, float32 accumulation
 MIN_MATCHED = 0.999
-M_TILES, K_TILES, N_TILES = [64, 64], [64, 256], [64, 64]  # L1 K tile = 4 L0 K slices
+M_TILE = 64  # the M tile [L0, L1] = [M_TILE, M_TILE]; the plan's search over it is item general-13
+M_TILES, K_TILES, N_TILES = [M_TILE, M_TILE], [64, 256], [64, 64]  # L1 K tile = 4 L0 K slices
 SIM = {"run_mode": pypto.RunMode.SIM}
 VERIFY = {"enable_pass_verify": True, "pass_verify_save_tensor": False, "pass_verify_pass_filter": []}
 _KERNELS = {}

@@ -26,6 +26,7 @@ from typing import Any
 from ... import fsio
 from ...contract import protocol, schemas
 from ...errors import CheckFailed, ContractError, EnvError
+from .. import slots
 from ...contract.manifest import Case, Manifest
 
 SCRIPTS_DIR = Path(__file__).resolve().parents[3]
@@ -95,6 +96,7 @@ def device_env(device_id: int, base_env: Mapping[str, str] | None = None) -> dic
     """The subprocess environment: physical device id set, the renumbering variable removed."""
     env = dict(os.environ if base_env is None else base_env)
     env.pop(protocol.VISIBLE_DEVICES_ENV, None)
+    env.pop(protocol.SLOTS_ENV, None)   # the started process holds no slot of its own (measure/slots.py)
     env[protocol.DEVICE_ENV] = str(int(device_id))
     return env
 
@@ -135,8 +137,8 @@ def run_logged(argv: Sequence[str], *, env: Mapping[str, str], cwd: Path, log_pa
     with return code ``None`` replaced by -9.
     """
     try:
-        proc = subprocess.run(list(argv), env=dict(env), cwd=cwd, capture_output=True, text=True,
-                              timeout=timeout_s, errors="replace")
+        proc = slots.run(list(argv), env=dict(env), cwd=cwd, capture_output=True, text=True,
+                         timeout=timeout_s, errors="replace")
     except FileNotFoundError:
         raise EnvError(argv[0], "-", "executable not found", "install it or put it on PATH") from None
     except subprocess.TimeoutExpired as exc:
