@@ -1,14 +1,13 @@
 """Correctness runs of the delivered tests, recorded with the identity of the code they ran.
 
 Every ``test_*`` function of test_<op>.py (top-level, no required parameter, found with ``ast``)
-runs in a subprocess of its own (on a deterministic backend, below, in batches), ``python -c``
-importing the test module from the op dir (no pytest):
-the P0 cases and every other test (the article's complete correctness run). No manifest is needed;
-when one is frozen, a test that runs a manifest case carries that case id and ``p0: true``, a test
-of a non-P0 row of the SPEC.md performance table that row's id and ``p0: false``, any other test
-its function name and ``p0: false``; before the freeze the SPEC table labels them (``p0: null`` for
-a test it does not name). Each runs with
-the device environment rule (``TILE_FWK_DEVICE_ID`` set, ``ASCEND_RT_VISIBLE_DEVICES`` removed). The record ``docs/perf/correctness/<run_id>.json``
+runs in a subprocess of its own (on a deterministic backend, below, in batches), ``python -c`` importing
+the test module from the op dir (no pytest): the P0 cases and every other test (the article's complete
+correctness run). No manifest is needed; when one is frozen, a test that runs a manifest case carries
+that case id and ``p0: true``, a test of a non-P0 row of the SPEC.md performance table that row's id and
+``p0: false``, any other test its function name and ``p0: false``; before the freeze the SPEC table
+labels them (``p0: null`` for a test it does not name). Each runs with the device environment rule (``TILE_FWK_DEVICE_ID`` set,
+``ASCEND_RT_VISIBLE_DEVICES`` removed). The record ``docs/perf/correctness/<run_id>.json``
 holds the ``executable_sha256`` of the sources (same formula as evidence rounds, so a candidate or
 the verifier can accept a recorded run whose hash equals the current code), and per case
 ``passed`` (exit code 0), ``matched_ratio`` and ``max_abs_error`` parsed from the test output
