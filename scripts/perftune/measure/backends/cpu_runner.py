@@ -109,13 +109,16 @@ class TimingShim:
         gc.disable()
         try:
             with sim_guard.watch() as sim:
+                before = harness_guard.cpu_now()   # the call's CPU time beside the clock (P9.time_floor)
                 start = clock()
                 result = self.target(*args, **kwargs)
                 stop = clock()
+                thread1 = harness_guard.THREAD_NS()
+                after = (harness_guard.cpu_now()[0], thread1)
         finally:
             if enabled:
                 gc.enable()
-        guard.returned()
+        guard.returned((before, after))
         self.calls += 1
         self.durations_ns.append(stop - start)
         record = attestation.after(pre, args, kwargs, result, caller)
