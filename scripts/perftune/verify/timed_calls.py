@@ -157,7 +157,7 @@ def harness_problems(where: str, record: dict[str, Any], duration_us: float | No
     return out
 
 
-def floor_problems(calls: list[tuple[str, Any, float | None]]) -> list[Problem]:
+def time_floor_problems(calls: list[tuple[str, Any, float | None]]) -> list[Problem]:
     """``P9.time_floor`` on the timed calls of one round, case and arm: ``(where, thread CPU us, wall us)`` each."""
     out = []
     for where, thread_us, duration_us in calls:
@@ -232,7 +232,7 @@ def problems(man: manifest_mod.Manifest, rounds: list[evidence.RoundEvidence], r
                         out.append(("P9.timed_output", "cheating", f"{here}: the timed call returned other output "
                                     "than the correctness run on the same inputs", _short(want[1]),
                                     _short(_digests(rec))))
-                out += floor_problems(floors)
+                out += time_floor_problems(floors)
                 for key, outputs in by_input.items():
                     if len(outputs) > 1:
                         out.append(("P9.timed_output_stable", "cheating", f"{where}: {len(outputs)} different outputs "
