@@ -113,8 +113,7 @@ class TimingShim:
                 start = clock()
                 result = self.target(*args, **kwargs)
                 stop = clock()
-                thread1 = harness_guard.THREAD_NS()
-                after = (harness_guard.cpu_now()[0], thread1)
+                after = harness_guard.cpu_now(thread_first=True)
         finally:
             if enabled:
                 gc.enable()

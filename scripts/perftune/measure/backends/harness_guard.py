@@ -50,7 +50,7 @@ from typing import Any, Callable
 
 CLOCK_NS = time.perf_counter_ns          # bound at import: before any operator code runs
 _PERF_COUNTER = time.perf_counter
-_THREAD_NS = THREAD_NS = time.thread_time_ns   # THREAD_NS: the runner reads it right after its clock
+_THREAD_NS = time.thread_time_ns
 _GETRUSAGE = resource.getrusage
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
 EVIDENCE_ROOT: list[str] = []          # the round's evidence folder (cpu_runner sets it)
@@ -122,8 +122,12 @@ def _process_cpu_ns() -> int:
     return int((usage.ru_utime + usage.ru_stime) * 1e9)
 
 
-def cpu_now() -> tuple[int, int]:
-    """(process CPU ns, calling thread's CPU ns), the thread last: the runner reads it right beside its clock."""
+def cpu_now(thread_first: bool = False) -> tuple[int, int]:
+    """(process CPU ns, calling thread's CPU ns), the thread's read nearest the runner's clock: last before the
+    call, first after it (``thread_first``)."""
+    if thread_first:
+        thread = _THREAD_NS()
+        return _process_cpu_ns(), thread
     return _process_cpu_ns(), _THREAD_NS()
 
 
