@@ -55,3 +55,37 @@ def test_a_timed_call_without_a_harness_record_is_harness_missing():
 
 def test_the_honest_twin_a_call_that_finishes_its_work_before_it_returns():
     assert _ids(_record()) == []
+
+
+def test_the_time_floor_rule_on_hand_computed_calls():
+    """Limit = 1.05 x wall + 20 us; at least 2 broken calls of one round, case and arm (all when fewer)."""
+    one = timed_calls.time_floor_problems([("r/c repeat 1", 1070.5, 1000.0)])   # limit 1070.0
+    assert [(p[0], p[1], p[3]) for p in one] == [("P9.time_floor", "performance_evidence_invalid",
+                                                   "thread CPU <= 1.05 x wall + 20 us = 1070.0 us")]
+    assert timed_calls.time_floor_problems([("r/c repeat 1", 1070.0, 1000.0)]) == []
+    lone = [("r/c repeat 1", 2000.0, 1000.0), ("r/c repeat 2", 900.0, 1000.0), ("r/c repeat 3", None, 1000.0)]
+    assert timed_calls.time_floor_problems(lone) == []     # one interrupt-sized outlier among three calls
+    two = lone + [("r/c repeat 4", 300.0, 200.0)]      # limit 230.0
+    assert [p[2].split(":")[0] for p in timed_calls.time_floor_problems(two)] == ["r/c repeat 1", "r/c repeat 4"]
+
+
+def test_a_real_timed_call_keeps_the_floor_and_its_wall_time_rewritten_below_its_cpu_time_breaks_it():
+    """The cpu runner's own shim times a call that computes on its thread; its record holds the floor (the
+    honest twin); the same record with the wall time written as 0.75 x its thread's CPU time breaks it."""
+    from perftune.measure.backends import cpu_runner
+    import numpy as np
+
+    def kernel(x):
+        end = time.thread_time() + 0.002
+        while time.thread_time() < end:
+            pass
+        return x + 1.0
+
+    shim = cpu_runner.TimingShim(kernel)
+    shim(np.ones(8))
+    shim.settle()
+    wall_us, thread_us = shim.durations_ns[0] / 1000, shim.attestations[0]["harness"]["thread_cpu_us"]
+    assert thread_us >= 2000.0
+    assert timed_calls.time_floor_problems([("r/c repeat 1", thread_us, wall_us)]) == []
+    forged = timed_calls.time_floor_problems([("r/c repeat 1", thread_us, 0.75 * thread_us)])
+    assert [p[0] for p in forged] == ["P9.time_floor"]

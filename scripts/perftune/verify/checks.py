@@ -97,6 +97,8 @@ P_CHECKS: tuple[Check, ...] = (
     _c("P9.timed_output_stable", "one round, arm, case and input give one output digest", "cheating"),
     _c("P9.output_plain", "a plain, contiguous, owned output sharing no memory with an input", "cheating"),
     _c("P9.deferred_output", "the output at return equals the output once the test ended", "cheating"),
+    _c("P9.time_floor", "a timed call's wall time >= the CPU time its own thread spent in it (1.05 x + 20 us)",
+       "performance_evidence_invalid"),
     _c("P9.timer", "the harness timer is still the one bound before the operator's import", "cheating"),
     _c("P9.threads", "no thread or child process left alive by the call", "cheating"),
     _c("P9.other_cpu", "no CPU spent by other threads after the call returned", "cheating"),

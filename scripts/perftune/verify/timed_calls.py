@@ -4,7 +4,7 @@ Reads every timed call's ``attestation.json`` (``measure/attestation.py``, with 
 ``harness`` record from ``measure/backends/harness_guard.py``) of the rounds P9 checks, and the
 correctness run's probe of each P0 case (``measure/probe_runner.py``). Each problem is
 ``(check id, category, message, expected, actual)``; every one below is ``cheating`` except a
-missing harness record (``performance_evidence_invalid``: re-collect with this collector):
+missing harness record (``performance_evidence_invalid``: re-collect with this collector) and the time floor:
 
 - ``P9.timed_output``: a timed call of the delivered code returned other output bytes than the
   correctness run produced on the same (seed-42, attested) inputs. The correctness run's output is
@@ -33,6 +33,14 @@ missing harness record (``performance_evidence_invalid``: re-collect with this c
   priority, nice or a thread-pool variable differed from what the runner set before the operator's
   import (``harness.process_changed``): the operator's code changed the harness's process (both arms
   run in it). Threads the op uses during the call stay legal (docs/cpu-backend.md).
+- ``P9.time_floor`` (``performance_evidence_invalid``): a timed call's wall time is shorter than the CPU time
+  its own thread spent in it (``harness.thread_cpu_us``, read beside the runner's clock) by more than
+  ``FLOOR_SHARE`` of it plus ``FLOOR_EPS_US``, in ``FLOOR_CALLS`` or more timed calls of one round, case
+  and arm (all of them when it has fewer): physically impossible, so the samples were not measured as
+  recorded (a final round's wall samples rewritten and re-sealed, issue 35 item 5). No load tolerance
+  is needed: load stretches wall time, never the thread's CPU time past it; one call is not enough
+  because an interrupt or a stolen vCPU slice in the instant between the thread's clock and the wall
+  clock is charged to the thread (docs/stage5-check.md, "The time floor": the figures).
 - ``P9.reference_call``: during the correctness probe's call the op called a function of the frozen
   reference's or the golden module's files (the frozen oracle). A library function named like the
   operation is not a finding (on cpu a numpy or scipy primitive is the implementation); work that is
@@ -50,6 +58,7 @@ from ..errors import PerftuneError
 from ..measure import attestation, evidence
 
 OTHER_CPU_SHARE, OTHER_CPU_FLOOR_US = 0.25, 200.0
+FLOOR_SHARE, FLOOR_EPS_US, FLOOR_CALLS = 1.05, 20.0, 2
 IO_LIMIT_BYTES = 64 * 1024
 Problem = tuple[str, str, str, str | None, str | None]
 
@@ -148,6 +157,22 @@ def harness_problems(where: str, record: dict[str, Any], duration_us: float | No
     return out
 
 
+def time_floor_problems(calls: list[tuple[str, Any, float | None]]) -> list[Problem]:
+    """``P9.time_floor`` on the timed calls of one round, case and arm: ``(where, thread CPU us, wall us)`` each."""
+    out = []
+    for where, thread_us, duration_us in calls:
+        if not isinstance(thread_us, (int, float)) or duration_us is None:
+            continue
+        limit = FLOOR_SHARE * duration_us + FLOOR_EPS_US
+        if thread_us > limit:
+            out.append(("P9.time_floor", "performance_evidence_invalid", f"{where}: the call's recorded wall time "
+                        f"{duration_us:.1f} us is shorter than the CPU time its own thread spent in it "
+                        f"({thread_us:.1f} us): not measured as recorded (a rewritten sample; re-collect the round)",
+                        f"thread CPU <= {FLOOR_SHARE:g} x wall + {FLOOR_EPS_US:g} us = {limit:.1f} us",
+                        f"{thread_us:.1f} us"))
+    return out if out and len(out) >= min(FLOOR_CALLS, len(calls)) else []
+
+
 def _durations(rnd: evidence.RoundEvidence, case_id: str, arm: str) -> list[float]:
     case = rnd.cases[case_id]
     return list((case.baseline_samples_us if arm == "baseline" and rnd.paired else case.samples_us) or [])
@@ -190,13 +215,16 @@ def problems(man: manifest_mod.Manifest, rounds: list[evidence.RoundEvidence], r
                 where = f"{rnd.collection_id}/{case_id}{'/' + arm if rnd.paired else ''}"
                 durations = _durations(rnd, case_id, arm)
                 by_input: dict[tuple, set] = {}
+                floors: list[tuple[str, Any, float | None]] = []
                 for index, rec in rows:
                     if rec is None:
                         continue
                     here = f"{where} repeat {index}"
                     out += output_problems(here, rec)
                     if backend == "cpu":
-                        out += harness_problems(here, rec, durations[index - 1] if index <= len(durations) else None)
+                        duration = durations[index - 1] if index <= len(durations) else None
+                        out += harness_problems(here, rec, duration)
+                        floors.append((here, (rec.get("harness") or {}).get("thread_cpu_us"), duration))
                     key = tuple(attestation.input_key(rec))
                     by_input.setdefault(key, set()).add(tuple(_digests(rec)))
                     want = reference.get(case_id)
@@ -204,6 +232,7 @@ def problems(man: manifest_mod.Manifest, rounds: list[evidence.RoundEvidence], r
                         out.append(("P9.timed_output", "cheating", f"{here}: the timed call returned other output "
                                     "than the correctness run on the same inputs", _short(want[1]),
                                     _short(_digests(rec))))
+                out += time_floor_problems(floors)
                 for key, outputs in by_input.items():
                     if len(outputs) > 1:
                         out.append(("P9.timed_output_stable", "cheating", f"{where}: {len(outputs)} different outputs "

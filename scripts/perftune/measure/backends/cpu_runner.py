@@ -109,13 +109,15 @@ class TimingShim:
         gc.disable()
         try:
             with sim_guard.watch() as sim:
+                before = harness_guard.cpu_now()   # the call's CPU time beside the clock (P9.time_floor)
                 start = clock()
                 result = self.target(*args, **kwargs)
                 stop = clock()
+                after = harness_guard.cpu_now(thread_first=True)
         finally:
             if enabled:
                 gc.enable()
-        guard.returned()
+        guard.returned((before, after))
         self.calls += 1
         self.durations_ns.append(stop - start)
         record = attestation.after(pre, args, kwargs, result, caller)

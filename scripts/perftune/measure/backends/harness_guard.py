@@ -14,7 +14,8 @@ interpreter's own functions, never to anything the operator's code installs. Per
   test's end: a kernel may use threads while it runs (the call's time includes them), but CPU spent
   by other threads after the call returned is work finished outside the timed region;
 - ``call_cpu_us``: the process's CPU time during the call (every thread; load does not inflate it the
-  way it inflates wall time: ``verify/baseline_arm.py`` compares it across arms);
+  way it inflates wall time: ``verify/baseline_arm.py`` compares it across arms), read by the runner
+  right beside its two clock reads (:func:`cpu_now`), like ``thread_cpu_us`` below;
 - ``io_bytes``: bytes the process read and wrote during the call (``/proc/self/io``; a replay cache
   on disk, written while timed);
 - ``file_writes``: files opened for writing during the call (``sys.addaudithook`` "open" events, a hook
@@ -31,8 +32,9 @@ interpreter's own functions, never to anything the operator's code installs. Per
   :data:`THREAD_VARS`) that differ, before or right after the call, from what the runner set before
   the operator's import (:func:`own_process`): a kernel that pins CPUs, raises its scheduling class or
   resizes thread pools at import (docs/cpu-backend.md, "The process is the harness's");
-- ``thread_cpu_us``: the calling thread's CPU time during the call (``time.thread_time_ns``), a
-  lower bound of the call's wall time for a kernel that computes on that thread (P10's time floor).
+- ``thread_cpu_us``: the calling thread's CPU time during the call (``time.thread_time_ns``), read by
+  the runner right beside its two clock reads (:func:`cpu_now`), so no reading of the guard is in it:
+  a lower bound of the call's wall time for any kernel (``P9.time_floor``).
 
 The verifier reads these records from ``attestation.json`` (``verify/timed_calls.py``).
 """
@@ -118,6 +120,15 @@ _LIBRARIES = ("numpy", "numpy.linalg", "numpy.fft", "numpy.random", "math", "tim
 def _process_cpu_ns() -> int:
     usage = _GETRUSAGE(resource.RUSAGE_SELF)
     return int((usage.ru_utime + usage.ru_stime) * 1e9)
+
+
+def cpu_now(thread_first: bool = False) -> tuple[int, int]:
+    """(process CPU ns, calling thread's CPU ns), the thread's read nearest the runner's clock: last before the
+    call, first after it (``thread_first``)."""
+    if thread_first:
+        thread = _THREAD_NS()
+        return _process_cpu_ns(), thread
+    return _process_cpu_ns(), _THREAD_NS()
 
 
 def io_bytes() -> tuple[int, int]:
@@ -234,8 +245,10 @@ class CallGuard:
         self.changed = process_changes()
         _WATCH[:] = [self.writes]   # last: the guard's own reads above are not the call's
 
-    def returned(self) -> None:
+    def returned(self, window: tuple[tuple[int, int], tuple[int, int]] | None = None) -> None:
+        """Right after the call; ``window``: :func:`cpu_now` right before and right after the runner's clock reads."""
         _WATCH.clear()
+        self.window = window
         self.cpu1, self.thread1 = _process_cpu_ns(), _THREAD_NS()
         io1 = io_bytes()
         self.io = {"read": io1[0] - self.io0[0], "written": io1[1] - self.io0[1]}
@@ -246,13 +259,15 @@ class CallGuard:
     def finished(self, outputs_at_end: list[str | None]) -> dict[str, Any]:
         """The record once the test function returned (``outputs_at_end``: output digests then)."""
         during = (self.cpu1 - self.cpu0) - (self.thread1 - self.thread0)
+        (p0, t0), (p1, t1) = self.window or ((self.cpu0, self.thread0), (self.cpu1, self.thread1))
+        call = (p1 - p0, t1 - t0)
         after = (_process_cpu_ns() - self.cpu1) - (_THREAD_NS() - self.thread1)
         self.threads.append(native_threads())
         self.children.append(children())
         return {"timer_intact": timer_intact(), "threads": self.threads, "children": self.children,
                 "other_cpu_us": round(max(during, 0) / 1000, 3), "other_cpu_after_us": round(max(after, 0) / 1000, 3),
-                "call_cpu_us": round(max(self.cpu1 - self.cpu0, 0) / 1000, 3),   # the process's CPU during the call
+                "call_cpu_us": round(max(call[0], 0) / 1000, 3),   # the process's CPU during the call
                 "patched": patched(self.libraries)[:20], "outputs_at_end": outputs_at_end, "io_bytes": self.io,
                 "file_writes": sorted(set(self.writes))[:10], "process_changed": self.changed[:10],
-                "thread_cpu_us": round((self.thread1 - self.thread0) / 1000, 3)}
+                "thread_cpu_us": round(call[1] / 1000, 3)}
 
