@@ -18,6 +18,7 @@ CORPUS = sorted(pipeline.HERE.glob("*.yaml"))
 KEYS = {"id", "class", "what", "catch", "cheat", "twin"}
 _VERDICTS: dict[str, tuple[int, dict]] = {}
 _SMUGGLED: dict[str, str | None] = {}   # the same key -> the kernel the correctness run refused, put back
+_OPS: dict[str, Path] = {}              # the same key -> the delivered operator folder
 
 
 def load(path: Path) -> dict:
@@ -39,10 +40,15 @@ def verdict(arm: dict, folder: Path, *, remeasure: bool = True) -> tuple[int, di
     the re-measurement (P10 adds nothing to an earlier gate's finding); a twin always with it."""
     key = _key(arm, remeasure)
     if key not in _VERDICTS:
-        op = pipeline.small_softmax(folder)
+        op = _OPS[key] = pipeline.small_softmax(folder)
         _SMUGGLED[key] = pipeline.deliver(op, arm.get("plants") or {}, experiment=arm.get("experiment")).get("smuggled")
         _VERDICTS[key] = pipeline.check(op, remeasure=remeasure)
     return _VERDICTS[key]
+
+
+def delivered(arm: dict, *, remeasure: bool = True) -> Path:
+    """The operator folder the arm's run delivered (after :func:`verdict`)."""
+    return _OPS[_key(arm, remeasure)]
 
 
 def smuggled(arm: dict, *, remeasure: bool = True) -> str | None:
