@@ -35,11 +35,14 @@ def _rule_text(rule: dict[str, Any], point: float | None) -> str:
     return f"{point} ({how}, {rule.get('attempts')} attempt(s): {', '.join(rule.get('rounds') or [])})"
 
 
-def check(op_dir: Path, perf: dict[str, Any]) -> tuple[list[tuple], dict[str, Any]]:
-    """(problems naming ``P3.final_attempts``, the provenance note). The recomputation failing is
-    another check's finding (``P3.final_is_last``, ``P4.inputs``): stated here, never a second FAIL."""
+def check(op_dir: Path, perf: dict[str, Any], recomputed: dict[str, Any] | None = None
+          ) -> tuple[list[tuple], dict[str, Any]]:
+    """(problems naming ``P3.final_attempts``, the provenance note); ``recomputed``: P4's recomputation when
+    it ran (``compare.load_formal``), else the rule is recomputed up to the final round. The recomputation
+    failing is another check's finding (``P3.final_is_last``, ``P4.inputs``): stated here, never a second FAIL."""
     try:
-        rule = compare.load_formal(op_dir, perf["baseline_collection_id"], perf["final_collection_id"], newest=False)
+        rule = recomputed or compare.load_formal(op_dir, perf["baseline_collection_id"], perf["final_collection_id"],
+                                                 newest=False)
     except PerftuneError as exc:
         return [], {"status": "unreadable", "reason": exc.line()}
     delivered = {row.get("case"): row for row in perf.get("per_case") or []}
