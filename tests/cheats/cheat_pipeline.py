@@ -117,6 +117,8 @@ def apply(op: Path, action: dict[str, Any], state: dict[str, Any]) -> None:
         final = state["extra_finals"][action["deliver_round"]] if isinstance(action["deliver_round"], int) \
             else action["deliver_round"]
         finish(op, state, final)
+    elif "compare_without_attempts" in action:
+        _compare_without_attempts(op, state)
     elif "touch" in action:
         (op / action["touch"]).write_text("")
     elif "remove" in action:
@@ -132,6 +134,23 @@ def apply(op: Path, action: dict[str, Any], state: dict[str, Any]) -> None:
         deliver(op, state["plants"], restart=dict(action["restart"] or {}), stage4=False)
     else:
         raise AssertionError(f"unknown plant action {action}")
+
+
+def _compare_without_attempts(op: Path, state: dict[str, Any]) -> None:
+    """The newest round's own figure delivered: ``compare_perf.py formal`` run while every other round is
+    moved out of docs/perf (so it weighs no earlier attempt), the rounds put back, the report re-rendered:
+    every file the project's scripts wrote, only the figure is the newest round's alone."""
+    perf, hidden = op / "docs/perf", op.parent / "hidden_rounds"
+    newest = rounds(op)[-1]
+    hidden.mkdir()
+    for name in rounds(op):
+        if name not in (state["base"], newest):
+            shutil.move(perf / name, hidden / name)
+    run(op, "compare_perf.py", "formal", "--op-dir", op, "--baseline", state["base"], "--candidate", newest, ok=(0, 1))
+    for folder in hidden.iterdir():
+        shutil.move(folder, perf / folder.name)
+    hidden.rmdir()
+    run(op, "perf_report.py", "--op-dir", op)
 
 
 def _at(op: Path, point: str, state: dict[str, Any]) -> None:

@@ -18,6 +18,7 @@ CORPUS = sorted(pipeline.HERE.glob("*.yaml"))
 KEYS = {"id", "class", "what", "catch", "cheat", "twin"}
 _VERDICTS: dict[str, tuple[int, dict]] = {}
 _SMUGGLED: dict[str, str | None] = {}   # the same key -> the kernel the correctness run refused, put back
+_OPS: dict[str, Path] = {}              # the same key -> the delivered operator folder
 
 
 def load(path: Path) -> dict:
@@ -39,10 +40,15 @@ def verdict(arm: dict, folder: Path, *, remeasure: bool = True) -> tuple[int, di
     the re-measurement (P10 adds nothing to an earlier gate's finding); a twin always with it."""
     key = _key(arm, remeasure)
     if key not in _VERDICTS:
-        op = pipeline.small_softmax(folder)
+        op = _OPS[key] = pipeline.small_softmax(folder)
         _SMUGGLED[key] = pipeline.deliver(op, arm.get("plants") or {}, experiment=arm.get("experiment")).get("smuggled")
         _VERDICTS[key] = pipeline.check(op, remeasure=remeasure)
     return _VERDICTS[key]
+
+
+def delivered(arm: dict, *, remeasure: bool = True) -> Path:
+    """The operator folder the arm's run delivered (after :func:`verdict`)."""
+    return _OPS[_key(arm, remeasure)]
 
 
 def smuggled(arm: dict, *, remeasure: bool = True) -> str | None:
@@ -72,6 +78,25 @@ def test_the_cheat_fails_with_its_check_and_category(path, tmp_path):
     assert want["category"] in found["categories"] and code in (1, 2)
     # timed before judged (issue 35 item 12): no cheat kernel the correctness run refused and the agent put back
     assert smuggled(entry["cheat"], remeasure=want["check"].startswith("P10")) is None, "never timed by a round"
+
+
+def test_the_lucky_final_figure_is_named_with_the_rules_figure_and_every_attempt(tmp_path):
+    """issue 35 item 6 (lucky_final.yaml, the cheat's run reused): the delivered figure is the lucky round's own
+    (median over median of its raw samples, computed here), the finding names it as actual, the rule's figure
+    and all four attempts as expected."""
+    import numpy as np
+    from perftune.measure import evidence
+    arm = load(pipeline.HERE / "lucky_final.yaml")["cheat"]
+    code, found = verdict(arm, tmp_path, remeasure=False)
+    op = delivered(arm, remeasure=False)
+    names = pipeline.rounds(op)[1:]   # the ranking round, two unlucky final rounds, the lucky one
+    case = evidence.load_round(op, names[-1]).cases[pipeline.CASE]
+    lucky = float(np.median(case.baseline_samples_us) / np.median(case.samples_us))
+    row = json.loads((op / "performance.json").read_text())["per_case"][0]
+    assert len(names) == 4 and row["speedup"] == pytest.approx(lucky, rel=1e-9)
+    hits = [f for f in found["failures"] if f["check"] == "P3.final_attempts" and pipeline.CASE in f["message"]]
+    assert len(hits) == 1 and float(hits[0]["actual"]) == row["speedup"], found["failures"]
+    assert all(name in hits[0]["expected"] for name in names) and "median attempt" in hits[0]["expected"]
 
 
 def test_a_failure_the_baseline_shares_is_a_disclosed_limit_and_no_support_range_is_unverified(tmp_path):

@@ -56,13 +56,26 @@ def test_the_figure_that_holds_is_two_sided_and_never_a_failure():
 
 
 def test_every_final_attempt_counts_the_median_holds_over_a_lucky_last_round():
-    from perftune.verify import final_attempts
+    from perftune.decide import attempts
     lucky = [("round_002", 1.95, [1.8, 2.1]), ("round_003", 2.0, [1.85, 2.2]), ("round_004", 13.3, [12.0, 14.0])]
-    got = final_attempts.holds(13.3, lucky)
-    assert (got["holds"], got["median_round"], got["median"], got["attempts"]) == ("median", "round_003", 2.0, 3)
-    assert "median 2.000" in final_attempts.lines({"final_attempts": {"cases": {"c": got}}})
-    assert final_attempts.holds(2.1, lucky[:2] + [("round_004", 2.1, [2.0, 2.3])])["holds"] == "delivered"
-    assert final_attempts.holds(13.3, lucky[2:])["holds"] == "delivered"     # one attempt: nothing to weigh
+    got = attempts.holds(13.3, lucky)
+    assert (got["figure"], got["median_round"], got["median"], got["attempts"]) == ("median", "round_003", 2.0, 3)
+    assert attempts.describe(got) == ("median of 3 final attempts (round_002, round_003, round_004): 2.0000 from "
+                                      "round_003, not the final round's own 13.3000")
+    assert attempts.holds(2.1, lucky[:2] + [("round_004", 2.1, [2.0, 2.3])])["figure"] == "final_round"
+    assert attempts.holds(13.3, lucky[2:])["figure"] == "final_round"     # one attempt: nothing to weigh
+    row = {"speedup": 13.3, "speedup_ci": [12.0, 14.0]}                    # the renderer's row, in place
+    attempts.apply_case(row, lucky[:2], "round_004")
+    assert (row["speedup"], row["speedup_ci"], row["attempts"]["rounds"]) == \
+        (2.0, [1.85, 2.2], ["round_002", "round_003", "round_004"])
+    suite = {"score": 13.3, "ci": [12.0, 14.0], "mean_case_speedup": 13.3, "geomean_speedup": 13.3,
+             "mean_ci": [12.0, 14.0], "geomean_ci": [12.0, 14.0], "verdict": "faster"}
+    blocks = [(name, {"score": p, "ci": ci, "mean_case_speedup": p, "geomean_speedup": p, "mean_ci": ci,
+                      "geomean_ci": ci}) for name, p, ci in lucky[:2]]
+    attempts.apply_suite(suite, blocks, "round_004")
+    assert (suite["score"], suite["geomean_ci"], suite["verdict"]) == (2.0, [1.85, 2.2], "faster")
+
+
 def test_the_paired_arm_rule_pools_the_fastest_samples_of_the_moments():
     """verify/baseline_arm.judge: one moment slowed throughout (load) decides nothing; 2x everywhere does."""
     from perftune.verify import baseline_arm

@@ -35,13 +35,13 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from .. import fsio
 from ..contract import protocol, schemas
-from . import acceptance, calibration, stats
+from . import acceptance, attempts, calibration, stats
 from ..measure import comparable
 from ..errors import ContractError
 from ..contract.manifest import Decision, Manifest, load_manifest
@@ -211,38 +211,72 @@ def _pairs(manifest: Manifest, baseline: Any, candidate: Any) -> dict[str, tuple
     return out
 
 
+def _statistics(manifest: Manifest, baseline: Any, candidate: Any, decision: Decision, aggregation: str,
+                round_noise: float | None) -> tuple[dict, dict[str, stats.SpeedupResult], Any]:
+    """The pairs, per-case results and suite result of one compared round (every figure of it)."""
+    paired = "paired" in candidate.collection
+    pairs = _pairs(manifest, baseline, candidate)
+    targets = set(manifest.target_case_ids or manifest.case_ids)
+    results = {}
+    for case in manifest.cases:
+        b, c, groups_b, groups_c = pairs[case.id]
+        results[case.id] = stats.compare_samples(
+            b, c, decision, paired=paired, aggregation=aggregation,
+            family_size=len(targets) if case.id in targets else 1, groups_b=groups_b, groups_c=groups_c,
+            directional=calibration.directional(paired, round_noise is not None))
+    target_ids = [cid for cid in manifest.case_ids if cid in targets]
+    suite = stats.suite_score(pairs, target_ids, decision, paired=paired, aggregation=aggregation,
+                              metric=suite_metric(manifest))
+    return pairs, results, suite
+
+
+def _suite_figures(suite: Any, widen: Any = lambda ci: ci) -> dict[str, Any]:
+    return {"mean_case_speedup": suite.mean_case_speedup, "geomean_speedup": suite.geomean_speedup,
+            "ci": widen([suite.ci_low, suite.ci_high] if suite.ci_low is not None else None),
+            "score": suite.score, "mean_ci": widen(_ci(suite.mean_ci)), "geomean_ci": widen(_ci(suite.geomean_ci))}
+
+
+def _every_attempt(perf: dict[str, Any], manifest: Manifest, baseline: Any, candidate: Any,
+                   earlier: Sequence[tuple[str, Any]], decision: Decision, aggregation: str) -> None:
+    """The delivered figures by the rule over every attempt (:mod:`perftune.decide.attempts`), in place;
+    the compared round is named by its folder (its collection id when no path is known)."""
+    before = [(name, *_statistics(manifest, baseline, rnd, decision, aggregation, None)[1:]) for name, rnd in earlier]
+    name = Path(perf["final_round"]).name if perf["final_round"] else perf["final_collection_id"]
+    for row in (r for r in perf["per_case"] if r["target"]):
+        points = [(n, results[row["case"]]) for n, results, _suite in before]
+        attempts.apply_case(row, [(n, r.point, None if r.ci_low is None else [r.ci_low, r.ci_high])
+                                  for n, r in points], name)
+    attempts.apply_suite(perf["suite"], [(n, _suite_figures(suite)) for n, _results, suite in before], name)
+
+
 def build_performance(*, task: str, manifest: Manifest, manifest_record: Mapping[str, Any], baseline: Any,
                       candidate: Any, golden_us: Mapping[str, float] | None,
                       golden_record: Mapping[str, Any] | None = None,
                       round_paths: tuple[str, str] | None = None,
-                      round_noise: float | None = None) -> dict[str, Any]:
+                      round_noise: float | None = None, earlier: Sequence[tuple[str, Any]] = ()) -> dict[str, Any]:
     """The ``performance.json`` dict of a formal compare (call :func:`check_rounds` first).
     ``round_noise``: the calibrated between-round noise (None: not calibrated); it widens the suite CIs
     of an independent comparison (:func:`calibration.widen`), never of a paired one; an independent
-    comparison without it gives no sized verdict (``stats.case_verdict``, ``calibration.directional``)."""
+    comparison without it gives no sized verdict (``stats.case_verdict``, ``calibration.directional``).
+    ``earlier``: (round name, round) of the attempts before ``candidate`` (``attempts.rounds``); the
+    delivered figures follow the rule over all of them (the verdicts and the item acceptance do not)."""
     col = candidate.collection
     decision, aggregation = _decision(manifest, col)
     paired = "paired" in col
-    pairs = _pairs(manifest, baseline, candidate)
+    pairs, results, suite = _statistics(manifest, baseline, candidate, decision, aggregation, round_noise)
     targets = set(manifest.target_case_ids or manifest.case_ids)
     per_case = []
     for case in manifest.cases:
-        b, c, groups_b, groups_c = pairs[case.id]
-        result = stats.compare_samples(
-            b, c, decision, paired=paired, aggregation=aggregation,
-            family_size=len(targets) if case.id in targets else 1, groups_b=groups_b, groups_c=groups_c,
-            directional=calibration.directional(paired, round_noise is not None))
+        b, c, _groups_b, _groups_c = pairs[case.id]
         golden = None if golden_us is None else golden_us.get(case.id)
-        per_case.append(case_entry(case, result, b, c, golden, aggregation, case.id in targets,
+        per_case.append(case_entry(case, results[case.id], b, c, golden, aggregation, case.id in targets,
                                    bound_route(getattr(candidate.cases[case.id], "repeats", ()))))
     target_ids = [cid for cid in manifest.case_ids if cid in targets]
-    metric = manifest.protocol.aggregate_metric if manifest.protocol else protocol.AGGREGATE_METRIC
-    suite = stats.suite_score(pairs, target_ids, decision, paired=paired, aggregation=aggregation, metric=metric)
     slower = [row["case"] for row in per_case if row["target"] and row["verdict"] == "slower"]
     drift = None if paired or not round_noise else round_noise
     widen = lambda ci: calibration.widen(ci, drift)  # noqa: E731
-    suite_ci = widen([suite.ci_low, suite.ci_high] if suite.ci_low is not None else None)
-    verdict, why = calibration.suite_verdict(suite_ci, paired, round_noise is not None)
+    figures = _suite_figures(suite, widen)
+    verdict, why = calibration.suite_verdict(figures["ci"], paired, round_noise is not None)
     perf = {
         "schema_version": SCHEMA_VERSION, "mode": "compare", "task": task,
         "n_cases_total": len(per_case),
@@ -258,19 +292,23 @@ def build_performance(*, task: str, manifest: Manifest, manifest_record: Mapping
         "manifest": dict(manifest_record), "target_case_ids": target_ids,
         "golden_source": dict(golden_record) if golden_record else None,
         "per_case": per_case,
-        "suite": {"mean_case_speedup": suite.mean_case_speedup, "geomean_speedup": suite.geomean_speedup,
-                  "ci": suite_ci, "verdict": verdict, "verdict_reason": why,
+        "suite": {**figures, "verdict": verdict, "verdict_reason": why,
                   "confidence": decision.confidence, "n_cases": suite.n_cases,
-                  "method": suite.method, "reason_code": suite.reason_code, "metric": metric,
-                  "score": suite.score, "mean_ci": widen(_ci(suite.mean_ci)),
-                  "geomean_ci": widen(_ci(suite.geomean_ci)), "between_round_noise": drift},
+                  "method": suite.method, "reason_code": suite.reason_code, "metric": suite_metric(manifest),
+                  "between_round_noise": drift},
         "slower_target_cases": slower,
         "unstable_cases": [row["case"] for row in per_case if row["stable"] is False],
     }
     rule = manifest.protocol.rule("acceptance") if manifest.protocol else dict(protocol.DEFAULT_ACCEPTANCE)
     perf["item_acceptance"] = acceptance.accept(per_case, perf["suite"], rule, decision.noise_band)
+    if paired:   # every attempt counts: after the item decision (one round's rule), before the targets
+        _every_attempt(perf, manifest, baseline, candidate, earlier, decision, aggregation)
     perf.update(target_block(per_case, manifest.user_target, golden_us is not None))
     return perf
+
+
+def suite_metric(manifest: Manifest) -> str:
+    return manifest.protocol.aggregate_metric if manifest.protocol else protocol.AGGREGATE_METRIC
 
 
 def _ci(pair: tuple[float, float] | None) -> list[float] | None:
@@ -283,6 +321,18 @@ def exit_code(performance: Mapping[str, Any]) -> int:
 
 
 # --- thin I/O edge -------------------------------------------------------------------------
+
+def _earlier(root: Path, man: Manifest, manifest_sha256: str, base: Any, cand: Any) -> list[tuple[str, Any]]:
+    """The attempts before ``cand`` on disk (``attempts.rounds``), loaded and checked like the compared round."""
+    from ..measure import evidence
+    out = []
+    for name in attempts.rounds(root, base, cand):
+        if name != cand.path.name:
+            rnd = evidence.load_round(root, name)
+            check_rounds(man, manifest_sha256, base, rnd)
+            out.append((name, rnd))
+    return out
+
 
 def _load_manifest(root: Path) -> tuple[Manifest, dict[str, Any]]:
     path = root / protocol.MANIFEST_NAME
@@ -316,7 +366,8 @@ def load_formal(op_dir: str | Path, baseline_ref: str, candidate_ref: str, *, ne
     perf = build_performance(task=root.resolve().name, manifest=man, manifest_record=record, baseline=base,
                              candidate=cand, golden_us=golden_us, golden_record=golden_record,
                              round_paths=(fsio.display_path(base.path, root), fsio.display_path(cand.path, root)),
-                             round_noise=None if calibrated is None else calibrated["measured_noise"])
+                             round_noise=None if calibrated is None else calibrated["measured_noise"],
+                             earlier=_earlier(root, man, record["sha256"], base, cand))
     perf["calibration"] = None if calibrated is None else {
         k: calibrated[k] for k in ("kind", "rounds", "measured_noise", "frozen_noise_band", "effective_band")}
     schemas.validate(perf, "performance", protocol.PERFORMANCE_JSON)

@@ -10,7 +10,7 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-from .text import MISSING, ci_methods, fmt, fmt_ci, unproven_note
+from .text import MISSING, attempt_lines, ci_methods, fmt, fmt_ci, unproven_note
 
 
 def _row(cells: list[str]) -> str:
@@ -84,7 +84,9 @@ def _cases(perf: Mapping[str, Any]) -> list[str]:
             fmt(row["baseline_us"], ".3f"), fmt(row["final_us"], ".3f"), fmt(row["speedup"], ".4f"),
             fmt_ci(row["speedup_ci"]), fmt(row["delta"], ".4f"), f"{row['verdict']} ({row['reason_code']})",
             fmt(row["mann_whitney_p"], ".3g"), fmt(row["prob_candidate_faster"], ".3f")]))
-    lines += ["", "A verdict is `faster`/`slower` only when the whole CI lies outside the band 1±δ; "
+    said = attempt_lines(perf, "- ")
+    lines += [""] + said + [""] * bool(said)
+    lines += ["A verdict is `faster`/`slower` only when the whole CI lies outside the band 1±δ; "
               "`equivalent` when it lies inside; `inconclusive` when it straddles (collect more repeats). "
               "See docs/statistics.md of the plugin.", ""]
     return lines

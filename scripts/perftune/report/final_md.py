@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..contract import protocol
-from .text import MISSING, fmt, fmt_ci, unproven_note
+from .text import MISSING, attempt_lines, fmt, fmt_ci, unproven_note
 
 
 @dataclass(frozen=True)
@@ -70,6 +70,7 @@ def _results(inp: FinalInputs) -> list[str]:
         _table(["case", "baseline µs", "final µs", "speed-up", "CI", "verdict", "golden ratio", "target"], rows) + \
         [f"Suite (target cases): mean per-case speed-up **{fmt(suite['mean_case_speedup'], '.3f')}** "
          f"CI {fmt_ci(suite['ci'])}, geometric mean {fmt(suite['geomean_speedup'], '.3f')}.", "",
+         *attempt_lines(perf, "- "), *[""] * bool(attempt_lines(perf)),
          f"Target: {target}. The golden ratio is an ideal reference, not a speed-up and never a gate.", ""]
 
 

@@ -61,6 +61,14 @@ def _case_rows(per_case: Sequence[Mapping[str, Any]]) -> list[list[str]]:
     return rows
 
 
+def attempt_lines(perf: Mapping[str, Any], prefix: str = "") -> list[str]:
+    """Where the delivered figure is the median of several final attempts (decide/attempts.py), say so."""
+    from ..decide.attempts import describe
+    rows = [(f"case {row['case']}", describe(row.get("attempts"))) for row in perf["per_case"]]
+    rows.append(("suite score", describe((perf.get("suite") or {}).get("attempts"))))
+    return [f"{prefix}{name}: speed-up delivered = {text} (every final attempt counts)" for name, text in rows if text]
+
+
 def _header_lines(perf: Mapping[str, Any]) -> list[str]:
     p, d = perf["protocol"], perf["protocol"]["decision"]
     golden = perf.get("golden_source")
@@ -100,5 +108,5 @@ def render_performance_log(perf: Mapping[str, Any]) -> str:
         + unproven_note(user),
         "note: golden_reference_ratio is an ideal reference, NOT a baseline-to-final speed-up.",
         f"slower target cases: {', '.join(perf['slower_target_cases']) or 'none'}",
-    ]
+    ] + attempt_lines(perf)
     return "\n".join(lines) + "\n"

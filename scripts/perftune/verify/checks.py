@@ -62,6 +62,8 @@ P_CHECKS: tuple[Check, ...] = (
     _c("P3.reused_samples", "no sample sequence or launch used twice", "performance_evidence_invalid"),
     _c("P3.baseline_origin", "the baseline round measured the code of the last stage4-check PASS", "cheating"),
     _c("P3.history_chain", "an unbroken hash chain of rounds (none deleted or replaced)", "performance_evidence_invalid"),
+    _c("P3.final_attempts", "each delivered figure is the rule's over every final attempt (decide/attempts.py)",
+       "performance_evidence_invalid"),
     _c("P3.final_is_last", "the final round is the last formal round of the delivered code",
        "performance_evidence_invalid"),
     _c("P4.recomputation", "performance.json = the recomputation from raw samples", "performance_evidence_invalid"),

@@ -1,73 +1,70 @@
-"""P3: every final attempt counts (issue 35 item 6): the figure that holds follows a rule over all of them.
+"""P3.final_attempts: every final attempt counts (issue 35 item 6): the delivered figure is the rule's.
 
-An attempt is a complete formal round of the delivered code paired with the baseline code (the
-ranking round, a confirm paired with v000, every final round, kept or re-collected: the chain keeps
-them, ``P3.history_chain``). The rule, fixed before any round (docs/statistics.md, "Every final
-attempt counts"): per target case the figure that holds is the delivered speed-up when it lies inside
-the CI of the median attempt (the lower median by point), else the median attempt's point and CI,
-stated in the verdict (``provenance.final_attempts``, the text verdict). Not a FAIL: re-collecting
-until a lucky round only moves the median by one rank, and load moves honest rounds either way.
+An attempt is a complete formal round of the delivered code paired with the baseline code, up to the
+final round (the ranking round, a confirm paired with v000, every final round, kept or re-collected:
+the chain keeps them, ``P3.history_chain``; a later one is ``P3.final_is_last``). The rule and its owner:
+:mod:`perftune.decide.attempts` (docs/statistics.md, "Every final attempt counts"), which
+``compare_perf.py formal`` applies to ``performance.json``. Here the rule is recomputed over every attempt
+on disk: a delivered figure (a target case's speed-up and CI, the suite score) that is not the rule's
+FAILs, naming the case, the delivered figure, the rule's and the rounds. The rounds weighed and every
+attempt's point are stated in the verdict (``provenance.final_attempts``).
 """
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
-from .. import fsio
-from ..contract import manifest as manifest_mod
+from ..decide import attempts, compare
 from ..errors import PerftuneError
-from ..measure import evidence
-from . import remeasure
+
+BAD = "performance_evidence_invalid"
 
 
-def rounds(op_dir: Path, base: evidence.RoundEvidence, final: evidence.RoundEvidence) -> list[Path]:
-    """The attempts: complete formal rounds of the final round's code paired with the baseline round's."""
-    out = []
-    for row in evidence.list_rounds(op_dir):
-        if row["status"] != "complete" or row["mode"] != "compare":
-            continue
-        col = fsio.read_json(row["path"] / evidence.COLLECTION_JSON, what="collection.json")
-        if col.get("executable_sha256") == final.executable_sha256 and \
-                (col.get("paired") or {}).get("baseline_executable_sha256") == base.executable_sha256:
-            out.append(row["path"])
-    return out
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+    return a == b
 
 
-def holds(delivered: float | None, points: list[tuple[str, float | None, list]]) -> dict[str, Any]:
-    """The rule on one case (pure): ``points`` = (round, speed-up, CI) of every attempt, in order."""
-    known = sorted((p for p in points if p[1] is not None), key=lambda p: p[1])
-    if delivered is None or len(known) < 2:
-        return {"holds": "delivered", "attempts": len(points)}
-    name, point, ci = known[(len(known) - 1) // 2]
-    inside = None not in (ci or [None]) and ci[0] <= delivered <= ci[1]
-    return {"holds": "delivered" if inside else "median", "attempts": len(points), "delivered": delivered,
-            "median_round": name, "median": point, "median_ci": ci}
+def _rule_text(rule: dict[str, Any], point: float | None) -> str:
+    how = f"median attempt {rule['median_round']}" if rule.get("figure") == "median" else "the final round's own"
+    return f"{point} ({how}, {rule.get('attempts')} attempt(s): {', '.join(rule.get('rounds') or [])})"
 
 
-def note(op_dir: Path, man: manifest_mod.Manifest, perf: dict[str, Any], base: evidence.RoundEvidence,
-         final: evidence.RoundEvidence) -> dict[str, Any]:
-    """``{case: {holds, attempts, ...}, "rounds": [...]}`` for the verdict's provenance."""
+def check(op_dir: Path, perf: dict[str, Any], recomputed: dict[str, Any] | None = None
+          ) -> tuple[list[tuple], dict[str, Any]]:
+    """(problems naming ``P3.final_attempts``, the provenance note); ``recomputed``: P4's recomputation when
+    it ran (``compare.load_formal``), else the rule is recomputed up to the final round. The recomputation
+    failing is another check's finding (``P3.final_is_last``, ``P4.inputs``): stated here, never a second FAIL."""
     try:
-        found = rounds(op_dir, base, final)
+        rule = recomputed or compare.load_formal(op_dir, perf["baseline_collection_id"], perf["final_collection_id"],
+                                                 newest=False)
     except PerftuneError as exc:
-        return {"status": "unreadable", "reason": exc.line()}
-    delivered = {c["case"]: c.get("speedup") for c in perf.get("per_case", [])}
-    cases = {}
-    for case_id in man.target_case_ids:
-        points = []
-        for folder in found:
-            case_dir = folder / evidence.case_dir_name(case_id)
-            if case_dir.is_dir():
-                result = remeasure.archived(man, case_dir)[0]
-                points.append((folder.name, result.point, [result.ci_low, result.ci_high]))
-        cases[case_id] = {**holds(delivered.get(case_id), points), "points": [list(p) for p in points]}
-    return {"rounds": [p.name for p in found], "cases": cases}
+        return [], {"status": "unreadable", "reason": exc.line()}
+    delivered = {row.get("case"): row for row in perf.get("per_case") or []}
+    out, cases = [], {}
+    for row in (r for r in rule["per_case"] if r["target"]):
+        cases[row["case"]] = row["attempts"]
+        got = delivered.get(row["case"]) or {}
+        if not (_same(got.get("speedup"), row["speedup"]) and _same(got.get("speedup_ci"), row["speedup_ci"])):
+            out.append((BAD, f"case {row['case']}: the delivered speed-up {got.get('speedup')} CI "
+                        f"{got.get('speedup_ci')} is not the figure the rule gives over every final attempt "
+                        f"({attempts.describe(row['attempts']) or 'the final round’s own'})",
+                        "P3.final_attempts", _rule_text(row["attempts"], row["speedup"]), f"{got.get('speedup')}"))
+    suite, got = rule["suite"], perf.get("suite") or {}
+    if not all(_same(got.get(k), suite[k]) for k in attempts.SUITE_FIGURES):
+        out.append((BAD, f"suite: the delivered score {got.get('score')} is not the figure the rule gives over "
+                    "every final attempt", "P3.final_attempts", _rule_text(suite["attempts"], suite["score"]),
+                    f"{got.get('score')}"))
+    return out, {"rounds": suite["attempts"]["rounds"], "cases": cases, "suite": suite["attempts"]}
 
 
 def lines(provenance: dict[str, Any] | None) -> str:
-    """The text verdict's statement where the median attempt's figure holds."""
-    cases = ((provenance or {}).get("final_attempts") or {}).get("cases") or {}
-    return "".join(f"Figure that holds (P3, {c['attempts']} final attempts): case {case}: median {c['median']:.3f} CI "
-                   f"{c['median_ci']} ({c['median_round']}), not the delivered {c['delivered']:.3f}\n"
-                   for case, c in sorted(cases.items()) if c.get("holds") == "median")
+    """The text verdict's statement where the median attempt's figure is the delivered one."""
+    note = (provenance or {}).get("final_attempts") or {}
+    return "".join(f"Figure delivered (P3): case {case}: {attempts.describe(c)}\n"
+                   for case, c in sorted((note.get("cases") or {}).items()) if attempts.describe(c))

@@ -173,15 +173,20 @@ def gate_p3(ctx: Context) -> list[Finding]:
                            actual=f"sha256 {final.executable_sha256[:12]}"))
     out += findings("P3.reused_samples", ev.reused_samples(base, final), category=bad)
     problems, ctx.notes["provenance"] = provenance.p3_problems(ctx.op_dir, base, final)
-    ctx.notes["provenance"]["final_attempts"] = final_attempts.note(   # every attempt counts (stated, not a FAIL)
-        ctx.op_dir, _guard(ctx, "manifest", "stage5_contract_blocked"), perf, base, final)
-    return out + findings("P3.history_chain", [(cat, msg, check, exp, act) for check, cat, msg, exp, act in problems])
+    try:   # P4 reuses it; where it fails, P4 says why (P4.inputs) and the rule is recomputed up to the final round
+        ctx.notes["recomputed"] = ev.recompute_performance(ctx.op_dir, perf)
+    except PerftuneError:
+        pass
+    attempt_problems, ctx.notes["provenance"]["final_attempts"] = final_attempts.check(
+        ctx.op_dir, perf, ctx.notes.get("recomputed"))
+    return out + findings("P3.history_chain", [(cat, msg, check, exp, act) for check, cat, msg, exp, act in problems]) \
+        + findings("P3.final_attempts", attempt_problems)   # every attempt counts: the figure is the rule's
 
 
 def gate_p4(ctx: Context) -> list[Finding]:
     perf = _guard(ctx, "performance", "performance_evidence_invalid")
     _guard(ctx, "rounds", "performance_evidence_invalid")
-    recomputed = ev.recompute_performance(ctx.op_dir, perf)
+    recomputed = ctx.notes.get("recomputed") or ev.recompute_performance(ctx.op_dir, perf)   # P3's, when it ran
     ctx.notes["recomputed"] = recomputed
     diffs = ev.json_differences(perf, recomputed)
     out = findings("P4.rendering", ev.rendering_problems(ctx.op_dir, recomputed), category="performance_evidence_invalid")
