@@ -20,6 +20,7 @@ ledger closure and the best-version choice. Category mapping (docs/stage5-check.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import re
@@ -33,14 +34,11 @@ from ..measure import correctness, evidence
 from .. import fsio
 from ..contract import manifest, protocol, schemas
 from ..errors import ContractError, PerftuneError
-from . import baseline_arm, beyond_p0, capture_window, cited_evidence, contract_history, final_attempts, plausibility
-from . import provenance, remeasure
-from . import resimulate, sampled_values, search_check, sim_launch, stage4 as stage4_mod, timed_calls
+from . import baseline_arm, beyond_p0, capture_window, cited_evidence, contract_history, final_attempts
+from . import plausibility, provenance, remeasure, resimulate, sampled_values, search_check, sim_launch, timed_calls
 from .checks import Finding, finding, findings
-from . import verdict as verdict_mod
+from . import soundness as sound, stage4 as stage4_mod, stage5_evidence as ev, terminal_model, verdict as verdict_mod
 from .verdict import SUGGESTED_ACTION, Stage5Result, exit_code, render_text  # noqa: F401 (the CLI's names)
-from . import soundness as sound
-from . import stage5_evidence as ev, terminal_model
 
 P1_FILES = (protocol.PERFORMANCE_REPORT_MD, protocol.PERFORMANCE_JSON, protocol.PERFORMANCE_LOG,
             protocol.PERF_REPORT_MD)
@@ -173,10 +171,8 @@ def gate_p3(ctx: Context) -> list[Finding]:
                            actual=f"sha256 {final.executable_sha256[:12]}"))
     out += findings("P3.reused_samples", ev.reused_samples(base, final), category=bad)
     problems, ctx.notes["provenance"] = provenance.p3_problems(ctx.op_dir, base, final)
-    try:   # P4 reuses it; where it fails, P4 says why (P4.inputs) and the rule is recomputed up to the final round
+    with contextlib.suppress(PerftuneError):   # P4 reuses it; where it fails, P4 says why (P4.inputs)
         ctx.notes["recomputed"] = ev.recompute_performance(ctx.op_dir, perf)
-    except PerftuneError:
-        pass
     attempt_problems, ctx.notes["provenance"]["final_attempts"] = final_attempts.check(
         ctx.op_dir, perf, ctx.notes.get("recomputed"))
     return out + findings("P3.history_chain", [(cat, msg, check, exp, act) for check, cat, msg, exp, act in problems]) \
