@@ -156,11 +156,13 @@ def cumsum_kernel(x, out):
     """np.cumsum over all rows at once, accumulating in float32 (float16 I/O included)."""
     out[...] = np.cumsum(x, axis=1, dtype=np.float32)
 ''',
-    # the same C loop under the ufunc's own name
+    # the same C loop under the ufunc's own name, row by row: honest, and clearly slower than v1's one call
+    # (so which version is delivered never rests on noise between two equal kernels)
     "v2_add_accumulate": '''
 def cumsum_kernel(x, out):
-    """np.add.accumulate over all rows at once, float32 accumulation."""
-    out[...] = np.add.accumulate(x, axis=1, dtype=np.float32)
+    """np.add.accumulate one row at a time, float32 accumulation."""
+    for i in range(x.shape[0]):
+        out[i] = np.add.accumulate(x[i], dtype=np.float32)
 ''',
 }
 
@@ -213,8 +215,8 @@ def write_cumsum(root: Path) -> Path:
                 "selection_mode": "all_p0_no_questions", "warmup": 1, "repeats": 5, "noise_band": 0.05}
     variants = [("v1_cumsum_fp32", "gm-whole", "one np.cumsum over the whole tensor in float32 replaces a Python "
                                                "row loop and its float64 copies"),
-                ("v2_add_accumulate", "gm-ufunc", "the same accumulation as the add ufunc's accumulate (no gain "
-                                                  "expected: the same C loop)")]
+                ("v2_add_accumulate", "gm-ufunc", "the add ufunc's accumulate in float32, one row at a time (slower "
+                                                  "than one call for the whole tensor)")]
     files = {"SPEC.md": CUMSUM_SPEC,
              "cumsum_golden_cpu.py": CUMSUM_GOLDEN_CPU, "cumsum_golden.py": CUMSUM_GOLDEN,
              "test_cumsum.py": CUMSUM_TEST.format(kernel=CUMSUM_KERNELS["baseline"], check=CHECK),
