@@ -12,22 +12,18 @@ attempt's point are stated in the verdict (``provenance.final_attempts``).
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any
 
 from ..decide import attempts, compare
 from ..errors import PerftuneError
+from . import stage5_evidence as ev
 
 BAD = "performance_evidence_invalid"
 
 
 def _same(a: Any, b: Any) -> bool:
-    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
-    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
-        return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
-    return a == b
+    return not ev.json_differences(a, b)   # P4's comparison: floats within its relative tolerance
 
 
 def _rule_text(rule: dict[str, Any], point: float | None) -> str:
