@@ -24,6 +24,25 @@ def test_reproduction_is_one_sided_with_the_tolerance():
     assert "R1" in remeasure.reproduction_problem(delivered, result(0.9, 0.8, 0.95, "slower"))
 
 
+def test_the_delivered_work_clears_a_wall_figure_that_load_moved():
+    # the CI run that failed the shape_plan twin (0.2.43): delivered 33.071 (its baseline's wall time stretched
+    # at delivery), re-measured 16.487 [15.391, 24.205], fastest final 418.14 vs 586.69 us: both wall tests fail
+    delivered = {"speedup": 33.071, "verdict": "faster", "samples": {"final": [418.14, 431.0]}}
+    again, final_us = result(16.487, 15.391, 24.205), [586.69, 601.0]
+    assert "R2" in remeasure.reproduction_problem(delivered, again, final_us)
+    # the work figures of that kernel measured delivered at load 3-5 and re-measured (CPU time, wall/CPU per call)
+    measured = {"cpu_speedup": 15.216, "wall_per_cpu": [1.0, 1.12, 1.31]}
+    honest = {**delivered, "work": {"cpu_speedup": 14.721, "wall_per_cpu": [0.98, 0.99, 1.01]}}
+    assert remeasure.reproduction_problem(honest, again, final_us, measured) is None
+    # the wall samples rewritten, the CPU fields not: its calls now take less wall than CPU time
+    wall_only = {**delivered, "work": {"cpu_speedup": 14.721, "wall_per_cpu": [0.29, 0.3, 0.31]}}
+    assert "R2" in remeasure.reproduction_problem(wall_only, again, final_us, measured)
+    # both rewritten alike (x0.3): the CPU-time speed-up claims 3.3x the re-measured one
+    both = {**delivered, "work": {"cpu_speedup": 49.07, "wall_per_cpu": [0.98, 0.99, 1.01]}}
+    assert "CPU-time speed-up 49.070" in remeasure.reproduction_problem(both, again, final_us, measured)
+    assert "R2" in remeasure.reproduction_problem(honest, again, final_us, None)   # no CPU time re-measured
+
+
 def gap(base_gap, final_gap, final_op):
     return {"arms": {"baseline": {"wrapper": "w", "op_us": [1000.0] * 3, "wrapper_us": [1000.0 + base_gap] * 3},
                      "candidate": {"wrapper": "w", "op_us": [final_op] * 3, "wrapper_us": [final_op + final_gap] * 3}}}

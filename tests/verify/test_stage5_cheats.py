@@ -188,8 +188,9 @@ def test_precision_reference_loosened(op):
     assert_caught(check(op, remeasure=False), "P9.precision_gate", "cheating")
 
 
-def _forge_final(op: Path, change) -> None:
-    """Rewrite the final round's candidate samples (csv, status, measurement), re-seal, re-compare."""
+def _forge_final(op: Path, change, *, cpu: bool = False) -> None:
+    """Rewrite the final round's candidate samples (csv, status, measurement; ``cpu``: the harness's CPU
+    times of each call by the same factor, issue 35 item 5's variant B), re-seal, re-compare."""
     final = evidence.find_round(op, perf(op)["final_collection_id"])
     for case in TARGET:
         case_dir = final / evidence.case_dir_name(case)
@@ -200,8 +201,13 @@ def _forge_final(op: Path, change) -> None:
             arm = case_dir / f"repeat_{index:03d}" / "candidate"
             lines = (arm / "samples.csv").read_text().splitlines()
             cells = lines[1].split(",")
-            cells[3] = f"{value:.3f}"
+            factor, cells[3] = value / float(cells[3]), f"{value:.3f}"
             (arm / "samples.csv").write_text(f"{lines[0]}\n{','.join(cells)}\n")
+            if cpu:
+                record = json.loads((arm / "attestation.json").read_text())
+                for field in ("call_cpu_us", "thread_cpu_us"):
+                    record["harness"][field] = round(record["harness"][field] * factor, 3)
+                (arm / "attestation.json").write_text(json.dumps(record, indent=2, sort_keys=True))
             status = json.loads((arm / "evidence_status.json").read_text())
             status["duration_us"] = round(value, 3)
             (arm / "evidence_status.json").write_text(json.dumps(status, indent=2, sort_keys=True))
@@ -235,6 +241,15 @@ def test_every_final_sample_scaled_by_0_3(op):
     # machine is no busier than the deliverable's was (docs/stage5-check.md: the CI once passed it under load)
     _forge_final(op, lambda _c, case_dir: [v * 0.3 for v in _samples(case_dir)])
     assert_caught(check(op, remeasure=True), "P10.reproduced", "performance_evidence_invalid")
+
+
+def test_every_final_sample_and_its_cpu_time_scaled_by_0_3(op):
+    # variant B: the wall samples and the harness's CPU times alike, so neither P9.time_floor nor R2's work
+    # test's wall/CPU guard sees a changed ratio; the CPU-time speed-up claimed is 3.3x the one re-measured
+    _forge_final(op, lambda _c, case_dir: [v * 0.3 for v in _samples(case_dir)], cpu=True)
+    found = check(op, remeasure=True)
+    assert_caught(found, "P10.reproduced", "performance_evidence_invalid")
+    assert "P9.time_floor" not in {f["check"] for f in found["failures"]}, found["failures"]
 
 
 def test_hand_edited_performance_json_re_rendered(op):
