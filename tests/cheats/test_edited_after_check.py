@@ -144,9 +144,10 @@ def test_the_final_rounds_wall_samples_rewritten_x075_and_re_sealed_break_the_ti
     """Item 5, variant A (wall time only): a +33 % claim inside P10's load tolerance, every file consistent;
     the timed calls' own thread CPU time now exceeds their wall time (P9.time_floor), with P10 off."""
     op = copy(checked, tmp_path)
-    before = json.loads((op / "performance.json").read_text())["per_case"][0]["speedup"]
+    # the rewritten round's own figure (issue 35 item 6: the delivered one may be the median attempt's instead)
+    before = json.loads((op / "performance.json").read_text())["per_case"][0]["attempts"]["final_round_point"]
     rewrite_final(op, 0.75)
-    after = json.loads((op / "performance.json").read_text())["per_case"][0]["speedup"]
+    after = json.loads((op / "performance.json").read_text())["per_case"][0]["attempts"]["final_round_point"]
     assert after > 1.25 * before, (before, after)
     proc = run_script("stage5_check.py", "--op-dir", op, "--target-case-ids", pipeline.CASE, "--selection-mode",
                       "single_p0", "--json", "--no-remeasure", "--no-rerun")   # P9 reads the rounds; nothing re-run
