@@ -117,11 +117,11 @@ def estimate_s(man: manifest_mod.Manifest, base: evidence.RoundEvidence, final: 
     return total
 
 
-def work(man: manifest_mod.Manifest, folder: Path) -> dict[str, Any] | None:
+def work(folder: Path, final_us: list[float]) -> dict[str, Any] | None:
     """A paired collection's work figures (cpu): its speed-up on the calls' CPU time and its final calls'
-    wall/CPU ratios, one per repeat; None where the harness records no CPU time for every call."""
+    (wall times ``final_us``) wall/CPU ratios, one per repeat; None where the harness records no CPU time
+    for every call."""
     speedup, cpu = cpu_speedup(folder), baseline_arm.cpu_us(folder, "candidate")
-    final_us = archived(man, folder)[1]
     if speedup is None or not cpu or len(cpu) != len(final_us):
         return None
     return {"cpu_speedup": speedup, "wall_per_cpu": [w / c for w, c in zip(final_us, cpu)]}
@@ -186,7 +186,7 @@ def _attempt(ctx, base_spec, case, case_dir: Path, delivered: dict[str, Any]) ->
     groups = [r.process for r in cand] if all(r.process is not None for r in cand) else None
     again = stats.compare_samples([r.duration_us for r in basel], final_us, ctx.protocol.decision, paired=True,
                                   aggregation=ctx.protocol.aggregation, groups_b=groups, groups_c=groups)
-    done = work(ctx.manifest, case_dir)
+    done = work(case_dir, final_us)
     miss = reproduction_problem(delivered, again, final_us, done)
     return {"speedup": again.point, "speedup_ci": [again.ci_low, again.ci_high], "verdict": again.verdict,
             "cpu_speedup": (done or {}).get("cpu_speedup"),
@@ -286,7 +286,7 @@ def case_problems(man: manifest_mod.Manifest, delivered: dict[str, Any], case_id
     misses, last = [], None
     for attempt in sorted(case_dir.glob("attempt_*")):
         last, final_us = archived(man, attempt)
-        misses.append(reproduction_problem(delivered, last, final_us, work(man, attempt)))
+        misses.append(reproduction_problem(delivered, last, final_us, work(attempt, final_us)))
     if misses and all(misses):
         out.append(("performance_evidence_invalid", f"case {case_id}: not reproduced in {len(misses)} "
                     f"re-measurement(s); last: {misses[-1]}"))
@@ -333,7 +333,7 @@ def delivered_rows(man: manifest_mod.Manifest, perf: dict[str, Any], final: Path
     rows = {}
     for row in perf["per_case"]:
         folder = final / evidence.case_dir_name(row["case"]) if final else None
-        rows[row["case"]] = {**row, "work": work(man, folder) if folder and folder.is_dir() else None}
+        rows[row["case"]] = {**row, "work": work(folder, archived(man, folder)[1]) if folder and folder.is_dir() else None}
     return rows
 
 
