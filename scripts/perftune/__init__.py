@@ -11,7 +11,7 @@ May import: (the shared ground imports only itself: argv and fsio may import err
 imports errors to install the import guard)
 """
 
-__version__ = "0.2.44"
+__version__ = "0.2.45"
 
 from .errors import install_import_guard
 
